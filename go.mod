@@ -1,0 +1,3 @@
+module github.com/typedkube/informer
+
+go 1.26.0
