@@ -134,7 +134,7 @@ func Build(d *Data, m *Matcher) (*Report, error) {
 	}
 	for _, w := range sortedKeys(stats) {
 		r.Problems = append(r.Problems, Problem{Severity: Warning, Kind: KindStats,
-			Text: fmt.Sprintf("%s (%d of %d values)", w, stats[w], 2*len(r.Rows))})
+			Text: fmt.Sprintf("%s (%d times)", w, stats[w])})
 	}
 	r.Geomeans = geomeans(r.Rows)
 	return r, nil
@@ -176,7 +176,7 @@ func compareSeries(units benchfmt.UnitMetadataMap, failed map[implKey]runState, 
 		why := ""
 		switch failed[implKey{s.Pkg, s.Workload, miss}] {
 		case failedRun:
-			why = " (it failed, see below)"
+			why = " (it failed)"
 		case skippedRun:
 			why = " (it was skipped)"
 		}

@@ -209,6 +209,15 @@ func readmeSection(r *Report, o ReadmeOptions) []byte {
 	if len(r.Rows) == 0 {
 		b.WriteString("| (no paired results) | | | | |\n")
 	}
+	var gm []string
+	for _, g := range r.Geomeans {
+		if g.Unit == "ns/op" || g.Unit == "B/op" || g.Unit == "allocs/op" {
+			gm = append(gm, fmt.Sprintf("%s %s", g.Unit, formatRatio(g.Ratio)))
+		}
+	}
+	if len(gm) > 0 {
+		fmt.Fprintf(&b, "\nGeometric mean over the workloads: %s.\n", strings.Join(gm, ", "))
+	}
 	errs := 0
 	for _, p := range r.Problems {
 		if p.Severity == Error {
