@@ -1,0 +1,302 @@
+package harness
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func TestServerVersion(t *testing.T) {
+	cs := clientFor(t, srv.AdminConfig())
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GitVersion != "v1.37.1" || v.Major != "1" || v.Minor != "37" {
+		t.Errorf("server version = %s (major %q, minor %q), want v1.37.1", v.GitVersion, v.Major, v.Minor)
+	}
+}
+
+func TestConfigMapsCreateListWatch(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	cs := clientFor(t, srv.AdminConfig())
+	ns := newNamespace(t, cs)
+	for _, name := range []string{"a", "b", "c"} {
+		createConfigMap(t, cs, ns, name)
+	}
+	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	if len(list.Items) != 3 {
+		t.Fatalf("list has %d items, want 3", len(list.Items))
+	}
+
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	defer w.Stop()
+	d := createConfigMap(t, cs, ns, "d")
+	d.Data["changed"] = "yes"
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	want := []string{"ADDED d", "MODIFIED d", "DELETED a"}
+	for _, w0 := range want {
+		ev := nextEvent(t, w, 10*time.Second)
+		cm, ok := ev.Object.(*corev1.ConfigMap)
+		if !ok {
+			t.Fatalf("event %s, want %s", objectName(ev), w0)
+		}
+		if got := string(ev.Type) + " " + cm.Name; got != w0 {
+			t.Fatalf("event %s, want %s", got, w0)
+		}
+	}
+}
+
+func TestUnprivilegedIsForbidden(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	cs := clientFor(t, srv.UnprivilegedConfig())
+	_, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("unprivileged list of pods: err = %v, want Forbidden", err)
+	}
+	// It is authenticated all the same: discovery is open to every authenticated user.
+	if _, err := cs.Discovery().ServerVersion(); err != nil {
+		t.Fatalf("unprivileged discovery: %v", err)
+	}
+}
+
+func TestWatchListStreaming(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	cs := clientFor(t, srv.AdminConfig())
+	ns := newNamespace(t, cs)
+	want := map[string]bool{"a": true, "b": true, "c": true}
+	for name := range want {
+		createConfigMap(t, cs, ns, name)
+	}
+	sendInitialEvents := true
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{
+		SendInitialEvents:    &sendInitialEvents,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks:  true,
+	})
+	if err != nil {
+		t.Fatalf("watch-list: %v", err)
+	}
+	defer w.Stop()
+	for {
+		ev := nextEvent(t, w, 10*time.Second)
+		cm, ok := ev.Object.(*corev1.ConfigMap)
+		if !ok {
+			t.Fatalf("event %s, want ConfigMap events", objectName(ev))
+		}
+		switch ev.Type {
+		case watch.Added:
+			if !want[cm.Name] {
+				t.Fatalf("unexpected or repeated ADDED %s", cm.Name)
+			}
+			delete(want, cm.Name)
+		case watch.Bookmark:
+			if cm.Annotations[metav1.InitialEventsAnnotationKey] != "true" {
+				continue // a progress bookmark before the end of the initial events
+			}
+			if len(want) != 0 {
+				t.Fatalf("initial-events-end bookmark before ADDED for %v", want)
+			}
+			if cm.ResourceVersion == "" {
+				t.Fatal("initial-events-end bookmark without resourceVersion")
+			}
+			return
+		default:
+			t.Fatalf("unexpected event %s", objectName(ev))
+		}
+	}
+}
+
+func TestDropConnectionsEndsWatch(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	cs := clientFor(t, srv.AdminConfig())
+	ns := newNamespace(t, cs)
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	defer w.Stop()
+	if n := srv.DropConnections(); n == 0 {
+		t.Fatal("DropConnections closed no connection, want the watch's")
+	}
+	timer := time.NewTimer(10 * time.Second)
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				// The client reconnects for the next request.
+				if _, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
+					t.Fatalf("list after DropConnections: %v", err)
+				}
+				return
+			}
+			t.Logf("event after DropConnections: %s", objectName(ev))
+		case <-timer.C:
+			t.Fatal("watch still open 10s after DropConnections")
+		}
+	}
+}
+
+func TestCompactEtcdExpiresOldWatch(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	cs := clientFor(t, srv.AdminConfig())
+	ns := newNamespace(t, cs)
+	// PodTemplates bypass the watch cache (see CompactEtcd): their watches read etcd.
+	templates := cs.CoreV1().PodTemplates(ns)
+	var rvs []string
+	for _, name := range []string{"a", "b", "c"} {
+		pt, err := templates.Create(ctx, &corev1.PodTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}},
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create podtemplate: %v", err)
+		}
+		rvs = append(rvs, pt.ResourceVersion)
+	}
+
+	// Before compaction, a watch from the first object's version replays the two later ones.
+	w, err := templates.Watch(ctx, metav1.ListOptions{ResourceVersion: rvs[0]})
+	if err != nil {
+		t.Fatalf("watch before compaction: %v", err)
+	}
+	if ev := nextEvent(t, w, 10*time.Second); ev.Type != watch.Added {
+		t.Fatalf("watch before compaction: event %s, want ADDED b", objectName(ev))
+	}
+	w.Stop()
+
+	rev, err := srv.CompactEtcd(ctx)
+	if err != nil {
+		t.Fatalf("CompactEtcd: %v", err)
+	}
+	if last, _ := strconv.ParseInt(rvs[2], 10, 64); rev < last {
+		t.Fatalf("CompactEtcd returned revision %d, older than the last write %d", rev, last)
+	}
+
+	w, err = templates.Watch(ctx, metav1.ListOptions{ResourceVersion: rvs[0]})
+	expectGone(t, "watch after compaction", w, err)
+}
+
+func TestRestartAPIServerKeepsData(t *testing.T) {
+	ctx := testContext(t, 90*time.Second)
+	cs := clientFor(t, srv.AdminConfig())
+	ns := newNamespace(t, cs)
+	first := createConfigMap(t, cs, ns, "before-restart")
+	createConfigMap(t, cs, ns, "later")
+	url := srv.URL()
+
+	if err := srv.RestartAPIServer(ctx); err != nil {
+		t.Fatalf("RestartAPIServer: %v", err)
+	}
+	if srv.URL() != url {
+		t.Errorf("URL changed across restart: %s, then %s", url, srv.URL())
+	}
+	got, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, first.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get after restart: %v", err)
+	}
+	if got.UID != first.UID {
+		t.Fatalf("after restart the configmap has UID %s, want %s", got.UID, first.UID)
+	}
+
+	// The new watch cache starts at etcd's revision at the restart: older versions are gone.
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+	expectGone(t, "watch from before the restart", w, err)
+}
+
+func TestThrottleGives429(t *testing.T) {
+	ctx := testContext(t, 60*time.Second)
+	throttled := clientFor(t, srv.ThrottledConfig())
+	admin := clientFor(t, srv.AdminConfig())
+	ns := newNamespace(t, admin)
+	t.Cleanup(func() {
+		if err := srv.Unthrottle(t.Context()); err != nil {
+			t.Error(err)
+		}
+	})
+
+	// Unthrottled, the identity may do anything.
+	if _, err := throttled.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("list before Throttle: %v", err)
+	}
+	if err := srv.Throttle(ctx); err != nil {
+		t.Fatalf("Throttle: %v", err)
+	}
+	if err := srv.Throttle(ctx); err == nil {
+		t.Error("second Throttle succeeded, want an error")
+	}
+	// MaxRetries(0): client-go would otherwise retry a 429 with Retry-After up to 10 times.
+	rc := throttled.CoreV1().RESTClient()
+	err := rc.Get().Namespace(ns).Resource("configmaps").MaxRetries(0).Do(ctx).Error()
+	if !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("throttled list: err = %v, want 429", err)
+	}
+	_, err = rc.Get().Namespace(ns).Resource("configmaps").Param("watch", "true").MaxRetries(0).Watch(ctx)
+	if !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("throttled watch: err = %v, want 429", err)
+	}
+	if _, err := admin.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("admin list while throttled: %v", err)
+	}
+
+	if err := srv.Unthrottle(ctx); err != nil {
+		t.Fatalf("Unthrottle: %v", err)
+	}
+	if err := rc.Get().Namespace(ns).Resource("configmaps").MaxRetries(0).Do(ctx).Error(); err != nil {
+		t.Fatalf("list after Unthrottle: %v", err)
+	}
+}
+
+func TestStopLeavesNothing(t *testing.T) {
+	ctx := testContext(t, 90*time.Second)
+	s, err := Start(ctx, Options{Output: io.Discard})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	s.mu.Lock()
+	pids := map[string]int{"kube-apiserver": s.api.proc.pid(), "etcd": s.etcd.proc.pid()}
+	s.mu.Unlock()
+	tempDir := s.tempDir
+
+	if err := s.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	for name, pid := range pids {
+		// Each child leads a process group of its own; signal 0 to the group finds any member.
+		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("%s's process group %d after Stop: kill(0) = %v, want ESRCH", name, pid, err)
+		}
+	}
+	if _, err := os.Stat(tempDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temp dir %s after Stop: %v, want it removed", tempDir, err)
+	}
+	if err := s.RestartAPIServer(ctx); err == nil {
+		t.Error("RestartAPIServer after Stop succeeded, want an error")
+	}
+}
