@@ -1,0 +1,100 @@
+package informer
+
+// arena allocates slots in chunks, so that adding an object costs no
+// allocation of its own, and keeps every slot at a fixed address. Freed slots
+// are reused before new ones. The owner guards it.
+type arena[T any] struct {
+	chunks []*chunk[T]
+	spare  []*slot[T] // freed slots, zeroed, reused before new ones
+	width  int        // index values per slot
+}
+
+// chunk is a block of slots and the index value slices they point into.
+type chunk[T any] struct {
+	slots []slot[T] // slots[:used] have been handed out at least once
+	used  int
+	vals  [][]string // len(slots)*width; slot i owns vals[i*width:(i+1)*width]
+}
+
+const (
+	minChunk = 16
+	maxChunk = 1024
+)
+
+// reserve makes room for n more slots in one chunk.
+func (a *arena[T]) reserve(n int) {
+	if n > 0 {
+		a.newChunk(n)
+	}
+}
+
+func (a *arena[T]) newChunk(size int) *chunk[T] {
+	c := &chunk[T]{slots: make([]slot[T], size)}
+	if a.width > 0 {
+		c.vals = make([][]string, size*a.width)
+		for i := range c.slots {
+			c.slots[i].vals = c.vals[i*a.width : (i+1)*a.width : (i+1)*a.width]
+		}
+	}
+	a.chunks = append(a.chunks, c)
+	return c
+}
+
+// alloc returns an unused, zero slot.
+func (a *arena[T]) alloc() *slot[T] {
+	if n := len(a.spare); n > 0 {
+		sl := a.spare[n-1]
+		a.spare[n-1] = nil
+		a.spare = a.spare[:n-1]
+		return sl
+	}
+	var c *chunk[T]
+	if n := len(a.chunks); n > 0 && a.chunks[n-1].used < len(a.chunks[n-1].slots) {
+		c = a.chunks[n-1]
+	} else {
+		size := minChunk
+		if n > 0 {
+			size = min(max(2*len(a.chunks[n-1].slots), minChunk), maxChunk)
+		}
+		c = a.newChunk(size)
+	}
+	sl := &c.slots[c.used]
+	c.used++
+	return sl
+}
+
+// release zeroes sl and keeps it for reuse.
+func (a *arena[T]) release(sl *slot[T]) {
+	var zero T
+	sl.key, sl.obj = "", zero
+	clear(sl.vals)
+	a.spare = append(a.spare, sl)
+}
+
+// live yields every slot that holds an object, in arena order.
+func (a *arena[T]) live(yield func(*slot[T]) bool) {
+	for _, c := range a.chunks {
+		for i := range c.slots[:c.used] {
+			if sl := &c.slots[i]; sl.key != "" && !yield(sl) {
+				return
+			}
+		}
+	}
+}
+
+// widen gives every slot room for width index values, keeping the values it
+// has. The caller holds the store's locks.
+func (a *arena[T]) widen(width int) {
+	old := a.width
+	a.width = width
+	for _, c := range a.chunks {
+		vals := make([][]string, len(c.slots)*width)
+		for i := range c.slots {
+			sl := &c.slots[i]
+			v := vals[i*width : (i+1)*width : (i+1)*width]
+			copy(v, sl.vals[:old])
+			sl.vals = v
+		}
+		c.vals = vals
+	}
+}

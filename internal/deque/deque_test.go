@@ -1,0 +1,71 @@
+package deque
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestAgainstSlice drives a Deque and a plain slice with the same random
+// operations and compares them after every step.
+func TestAgainstSlice(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for seq := range 200 {
+		var d Deque[int]
+		var model []int
+		for step := range 300 {
+			switch r.IntN(5) {
+			case 0, 1:
+				d.PushBack(step)
+				model = append(model, step)
+			case 2:
+				d.PushFront(step)
+				model = slices.Insert(model, 0, step)
+			case 3:
+				got, ok := d.PopFront()
+				if ok != (len(model) > 0) {
+					t.Fatalf("seq %d step %d: PopFront ok=%v with model len %d", seq, step, ok, len(model))
+				}
+				if ok {
+					if got != model[0] {
+						t.Fatalf("seq %d step %d: PopFront=%d, want %d", seq, step, got, model[0])
+					}
+					model = model[1:]
+				}
+			case 4:
+				if r.IntN(20) == 0 {
+					d.Clear()
+					model = nil
+				}
+			}
+			if d.Len() != len(model) {
+				t.Fatalf("seq %d step %d: Len=%d, want %d", seq, step, d.Len(), len(model))
+			}
+			var all []int
+			d.All(func(e int) bool { all = append(all, e); return true })
+			if !slices.Equal(all, model) && !(len(all) == 0 && len(model) == 0) {
+				t.Fatalf("seq %d step %d: All=%v, want %v", seq, step, all, model)
+			}
+			for i, want := range model {
+				if got := d.At(i); got != want {
+					t.Fatalf("seq %d step %d: At(%d)=%d, want %d", seq, step, i, got, want)
+				}
+			}
+			if f, ok := d.Front(); ok != (len(model) > 0) || (ok && f != model[0]) {
+				t.Fatalf("seq %d step %d: Front=%d,%v", seq, step, f, ok)
+			}
+		}
+	}
+}
+
+func TestPopReleasesReferences(t *testing.T) {
+	var d Deque[*int]
+	v := 1
+	d.PushBack(&v)
+	d.PopFront()
+	for _, p := range d.buf {
+		if p != nil {
+			t.Fatal("popped element still referenced by the buffer")
+		}
+	}
+}

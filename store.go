@@ -1,0 +1,289 @@
+package informer
+
+import (
+	"iter"
+	"sync"
+)
+
+// Store is a thread-safe cache of objects of type T, each under the key its
+// KeyFunc gives. It is the typed counterpart of client-go's cache.Store; an
+// Indexer is a Store with secondary indexes.
+//
+// Objects handed out by a Store are shared with it: never mutate them.
+//
+// Every write computes the object's key before taking any lock, and an
+// Indexer computes index values while holding only the writer lock, which
+// excludes other writers but not readers: key and index functions may read
+// the Store, and must not write to it.
+//
+// A Store must not be copied after first use.
+type Store[T any] struct {
+	keyFunc KeyFunc[T]
+
+	// writeMu serializes writers. A writer holds it while it runs index
+	// functions, so that the values it computes outside mu stay valid until
+	// it applies them under mu; AddIndexers holds it while it indexes every
+	// object. Readers never take it.
+	writeMu sync.Mutex
+	scratch [][]string // index values of the write in progress; guarded by writeMu
+
+	mu    sync.RWMutex // guards items, arena and the buckets of idx
+	items map[string]*slot[T]
+	arena arena[T]
+	idx   *indexSet[T] // nil for a plain Store; replaced under writeMu and mu
+
+	snapshots sync.Pool // of *[]entry[T], reused by the iterators
+}
+
+// slot holds one stored object. Slots live in an arena, so a *slot stays
+// valid while its key is stored, and index buckets point at slots directly.
+//
+// Invariant: items[k] == s iff s.key == k; a free slot has an empty key.
+type slot[T any] struct {
+	key  string
+	obj  T
+	vals [][]string // the index values of obj, one entry per index of idx
+}
+
+type entry[T any] struct {
+	key string
+	obj T
+}
+
+// NewStore returns an empty Store that keys objects with keyFunc. It panics
+// if keyFunc is nil.
+func NewStore[T any](keyFunc KeyFunc[T]) *Store[T] {
+	s := &Store[T]{}
+	s.init(keyFunc, nil)
+	return s
+}
+
+func (s *Store[T]) init(keyFunc KeyFunc[T], idx *indexSet[T]) {
+	if keyFunc == nil {
+		panic("informer: NewStore with a nil KeyFunc")
+	}
+	s.keyFunc = keyFunc
+	s.items = make(map[string]*slot[T])
+	s.idx = idx
+	s.arena.width = idx.len()
+}
+
+// Add inserts obj, or replaces the object stored under its key.
+func (s *Store[T]) Add(obj T) error {
+	key, err := keyOf(s.keyFunc, obj)
+	if err != nil {
+		return err
+	}
+	return s.put(key, obj)
+}
+
+// Update is Add: it stores obj under its key, whether or not it was present.
+func (s *Store[T]) Update(obj T) error { return s.Add(obj) }
+
+// Delete removes the object stored under obj's key, if any.
+func (s *Store[T]) Delete(obj T) error {
+	key, err := keyOf(s.keyFunc, obj)
+	if err != nil {
+		return err
+	}
+	s.deleteKey(key)
+	return nil
+}
+
+// Get returns the object stored under obj's key.
+func (s *Store[T]) Get(obj T) (item T, exists bool, err error) {
+	key, err := keyOf(s.keyFunc, obj)
+	if err != nil {
+		return item, false, err
+	}
+	item, exists = s.GetByKey(key)
+	return item, exists, nil
+}
+
+// GetByKey returns the object stored under key.
+func (s *Store[T]) GetByKey(key string) (item T, exists bool) {
+	s.mu.RLock()
+	sl, ok := s.items[key]
+	if ok {
+		item = sl.obj
+	}
+	s.mu.RUnlock()
+	return item, ok
+}
+
+// Len returns the number of stored objects.
+func (s *Store[T]) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.items)
+}
+
+// List returns every stored object, in unspecified order, in one newly
+// allocated slice.
+func (s *Store[T]) List() []T {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]T, 0, len(s.items))
+	for sl := range s.arena.live {
+		out = append(out, sl.obj)
+	}
+	return out
+}
+
+// ListKeys returns every key, in unspecified order.
+func (s *Store[T]) ListKeys() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.items))
+	for sl := range s.arena.live {
+		out = append(out, sl.key)
+	}
+	return out
+}
+
+// All returns an iterator over the keys and objects of the Store, in
+// unspecified order. It iterates a snapshot taken when the iteration starts,
+// in a buffer reused across iterations, so it allocates nothing and holds no
+// lock while the loop body runs: the body may read and write the Store.
+func (s *Store[T]) All() iter.Seq2[string, T] {
+	return func(yield func(string, T) bool) { s.yieldAll(yield) }
+}
+
+// Keys returns an iterator over the keys of the Store, in unspecified order.
+// Like All, it iterates a snapshot and holds no lock while the body runs.
+func (s *Store[T]) Keys() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		s.yieldAll(func(k string, _ T) bool { return yield(k) })
+	}
+}
+
+func (s *Store[T]) yieldAll(yield func(string, T) bool) {
+	buf := s.getSnapshot()
+	defer s.putSnapshot(buf)
+	s.mu.RLock()
+	for sl := range s.arena.live {
+		*buf = append(*buf, entry[T]{sl.key, sl.obj})
+	}
+	s.mu.RUnlock()
+	for _, e := range *buf {
+		if !yield(e.key, e.obj) {
+			return
+		}
+	}
+}
+
+func (s *Store[T]) getSnapshot() *[]entry[T] {
+	if b, ok := s.snapshots.Get().(*[]entry[T]); ok {
+		return b
+	}
+	return new([]entry[T])
+}
+
+func (s *Store[T]) putSnapshot(b *[]entry[T]) {
+	clear(*b) // drop the object references
+	*b = (*b)[:0]
+	s.snapshots.Put(b)
+}
+
+// Replace makes the Store hold exactly list, atomically for readers. When
+// list has several objects with one key, the last one wins. On error the
+// Store is unchanged. resourceVersion is accepted for the reflector's sake
+// and not used.
+func (s *Store[T]) Replace(list []T, resourceVersion string) error {
+	keys := make([]string, len(list))
+	for i, obj := range list {
+		key, err := keyOf(s.keyFunc, obj)
+		if err != nil {
+			return err
+		}
+		keys[i] = key
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	// Build the new contents without holding mu: readers see the old
+	// contents until the swap below.
+	idx := s.idx.empty()
+	items := make(map[string]*slot[T], len(list))
+	ar := arena[T]{width: idx.len()}
+	ar.reserve(len(list))
+	defer func() { clear(s.scratch) }()
+	for i, obj := range list {
+		vals, err := idx.values(obj, s.scratch[:0])
+		if err != nil {
+			return err
+		}
+		s.scratch = vals
+		sl, ok := items[keys[i]]
+		if !ok {
+			sl = ar.alloc()
+			sl.key = keys[i]
+			items[sl.key] = sl
+			copy(sl.vals, vals)
+			idx.index(sl)
+		} else {
+			idx.reindex(sl, vals)
+		}
+		sl.obj = obj
+	}
+	s.mu.Lock()
+	s.items, s.arena, s.idx = items, ar, idx
+	s.mu.Unlock()
+	return nil
+}
+
+// put stores obj under key.
+func (s *Store[T]) put(key string, obj T) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	vals, err := s.idx.values(obj, s.scratch[:0])
+	if err != nil {
+		return err
+	}
+	s.scratch = vals
+	s.mu.Lock()
+	s.putLocked(key, obj, vals)
+	s.mu.Unlock()
+	clear(vals)
+	return nil
+}
+
+// putLocked stores obj, whose index values are vals, under key. The caller
+// holds writeMu and mu.
+func (s *Store[T]) putLocked(key string, obj T, vals [][]string) {
+	sl, ok := s.items[key]
+	if !ok {
+		sl = s.arena.alloc()
+		sl.key = key
+		s.items[key] = sl
+		copy(sl.vals, vals)
+		s.idx.index(sl)
+	} else {
+		s.idx.reindex(sl, vals)
+	}
+	sl.obj = obj
+}
+
+// deleteKey removes the object stored under key and reports whether there
+// was one.
+func (s *Store[T]) deleteKey(key string) (T, bool) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleteLocked(key)
+}
+
+// deleteLocked removes the object stored under key. The caller holds writeMu
+// and mu.
+func (s *Store[T]) deleteLocked(key string) (T, bool) {
+	sl, ok := s.items[key]
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	obj := sl.obj
+	s.idx.unindex(sl)
+	delete(s.items, key)
+	s.arena.release(sl)
+	return obj, true
+}
