@@ -28,7 +28,7 @@ func runFIFODiff(t testing.TB, data []byte) {
 	r := &opReader{data: data}
 	typed := NewFIFO(MetaNamespaceKeyFunc[*corev1.Pod])
 	upstream := cache.NewFIFO(cache.MetaNamespaceKeyFunc)
-	ordered := true           // no Replace or Resync since the last drain
+	ordered := true            // no Replace or Resync since the last drain
 	flagsDeterministic := true // no Delete before the initial population was popped
 	popOne := func(step int) {
 		var got, want popped
