@@ -92,17 +92,17 @@ func buildChart(r *Report) (*plot.Plot, vg.Length) {
 			j++
 		}
 		wb := make([]chartBar, len(chartMetrics))
-		any := false
+		has := false
 		for k, m := range chartMetrics {
 			wb[k] = chartBar{ratio: math.NaN()}
 			for _, rw := range r.Rows[i:j] {
 				if rw.Tidy == m.tidy && rw.Cmp != nil && !math.IsNaN(rw.Ratio) {
 					wb[k] = chartBar{ratio: rw.Ratio, sig: rw.Verdict() == "better" || rw.Verdict() == "worse"}
-					any = true
+					has = true
 				}
 			}
 		}
-		if any {
+		if has {
 			names = append(names, strings.TrimPrefix(r.Rows[i].Workload, "Benchmark"))
 			bars = append(bars, wb)
 		}

@@ -24,6 +24,9 @@ func formatValue(v float64, tidy string) string {
 	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return strconv.FormatFloat(v, 'g', -1, 64) + suffix
 	}
+	if suffix != "s" && math.Abs(v) < 1 {
+		return sig3(v) + suffix // "0.500 allocs", not "500m"
+	}
 	sc := benchunit.CommonScale([]float64{v}, cls)
 	if sc.Prefix == "" && v == math.Trunc(v) {
 		return strconv.FormatFloat(v, 'f', 0, 64) + suffix // "11 allocs", "896B"

@@ -22,7 +22,7 @@ const (
 	defaultBudget    = 18 * time.Minute
 	quickCount       = 4
 	quickBenchtime   = "50ms"
-	quickBudget      = 150 * time.Second
+	quickBudget      = 2 * time.Minute
 	quickDir         = "results/quick"
 )
 
@@ -68,7 +68,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	cmdline := CommandLine(o.args)
-	if base := filepath.Base(mustGetwd()); base == "bench" {
+	if base := filepath.Base(workingDir()); base == "bench" {
 		cmdline = "cd bench && " + cmdline
 	}
 
@@ -257,7 +257,7 @@ func relPath(from, target string) string {
 	return filepath.ToSlash(rel)
 }
 
-func mustGetwd() string {
+func workingDir() string {
 	wd, err := os.Getwd()
 	if err != nil {
 		return ""

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -40,13 +41,11 @@ func lineDiff(want, got string) string {
 			g = gl[i]
 		}
 		if w != g {
-			return "line " + itoa(i+1) + ":\n- " + w + "\n+ " + g
+			return "line " + strconv.Itoa(i+1) + ":\n- " + w + "\n+ " + g
 		}
 	}
 	return "(same lines)"
 }
-
-func itoa(i int) string { return formatValue(float64(i), "") }
 
 // fixedMeta is a fallback Meta for inputs that recorded none.
 var fixedMeta = Meta{

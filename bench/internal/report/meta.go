@@ -180,7 +180,7 @@ func ClientGoVersion(dir string) string {
 
 func clientGoFromGoMod(name string, data []byte) string {
 	const mod = "k8s.io/client-go"
-	f, err := modfile.ParseLax(name, data, nil)
+	f, err := modfile.Parse(name, data, nil)
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
