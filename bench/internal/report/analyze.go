@@ -134,7 +134,7 @@ func Build(d *Data, m *Matcher) (*Report, error) {
 	}
 	for _, w := range sortedKeys(stats) {
 		r.Problems = append(r.Problems, Problem{Severity: Warning, Kind: KindStats,
-			Text: fmt.Sprintf("%s (%d times)", w, stats[w])})
+			Text: fmt.Sprintf("%s (×%d)", w, stats[w])})
 	}
 	r.Geomeans = geomeans(r.Rows)
 	return r, nil

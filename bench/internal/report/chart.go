@@ -155,7 +155,7 @@ func buildChart(r *Report) (*plot.Plot, vg.Length) {
 
 	grid := plotter.NewGrid()
 	grid.Horizontal.Color = color.Transparent
-	grid.Vertical.Color = color.Gray{Y: 0xdd}
+	grid.Vertical.Color = color.Gray{Y: 0xe6}
 	p.Add(grid)
 
 	barW := chartRow * 0.38

@@ -139,7 +139,16 @@ func measure(ctx context.Context, o options, m *Matcher, cmdline string, stderr 
 	}
 	dirs := []string{o.dir}
 	if o.e2e {
-		dirs = append(dirs, filepath.Join(o.dir, "e2e"))
+		e2e, err := BenchPackages(ctx, o.goCmd, filepath.Join(o.dir, "e2e"))
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return nil, Meta{}, ExitProblems
+		}
+		if len(e2e) == 0 {
+			fmt.Fprintf(stderr, "benchreport: -e2e: no package of %s declares a benchmark\n", filepath.Join(o.dir, "e2e"))
+			return nil, Meta{}, ExitProblems
+		}
+		dirs = append(dirs, e2e...)
 	}
 	cpu, cores := CPUInfo()
 	meta := Meta{
@@ -274,7 +283,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.dir, "dir", "..", "`directory` of the package whose benchmarks run (the library module root)")
-	fs.BoolVar(&o.e2e, "e2e", false, "also run the benchmarks of `dir`/e2e (needs the real API server binaries)")
+	fs.BoolVar(&o.e2e, "e2e", false, "also run the benchmarks of the e2e module (every package of -dir/e2e that declares one; they need the real API server binaries)")
 	fs.StringVar(&o.bench, "bench", ".", "`regexp` selecting workloads, per /-separated level as in go test -bench (impl= is not part of workload names); top-level benchmarks run whole")
 	fs.IntVar(&o.count, "count", defaultCount, "`runs` of every benchmark (interleaved rounds of -test.count 1)")
 	fs.StringVar(&o.benchtime, "benchtime", defaultBenchtime, "go test -benchtime per run (`duration` or Nx)")

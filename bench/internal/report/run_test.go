@@ -322,3 +322,42 @@ func TestRunnerStops(t *testing.T) {
 		})
 	}
 }
+
+func TestBenchPackages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod":                "module example.com/e2e\n\ngo 1.26.0\n",
+		"harness/h.go":          "package harness\n",
+		"harness/h_test.go":     "package harness\n\nimport \"testing\"\n\nfunc TestH(t *testing.T) {}\n",
+		"coldstart/c.go":        "package coldstart\n",
+		"coldstart/c_test.go":   "package coldstart_test\n\nimport \"testing\"\n\nfunc BenchmarkColdStart(b *testing.B) {}\n",
+		"tools/go.mod":          "module example.com/e2e/tools\n\ngo 1.26.0\n",
+		"tools/t_test.go":       "package tools\n\nimport \"testing\"\n\nfunc BenchmarkNotHere(b *testing.B) {}\n",
+		"nobench/doc.go":        "package nobench\n",
+		"nobench/x_test.go":     "package nobench\n\n// func BenchmarkInAComment(b *testing.B) {}\n",
+		"nobench/README.md":     "func BenchmarkInMarkdown(b *testing.B) {}\n",
+		"coldstart/testdata/x":  "",
+		"coldstart/helper.go":   "package coldstart\n",
+		"coldstart/x_bench.txt": "",
+	}
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs, err := BenchPackages(context.Background(), "go", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) != 1 || filepath.Base(dirs[0]) != "coldstart" {
+		t.Errorf("BenchPackages = %q, want only coldstart (tools is another module)", dirs)
+	}
+	if _, err := BenchPackages(context.Background(), "go", filepath.Join(root, "nobench", "README.md")); err == nil {
+		t.Error("BenchPackages of a file did not fail")
+	}
+}

@@ -314,3 +314,39 @@ func firstLines(out []byte, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// benchFunc matches the declaration of a benchmark in a test file.
+var benchFunc = regexp.MustCompile(`(?m)^func Benchmark[^(]*\(`)
+
+// BenchPackages returns the directories of the packages of the module at
+// root whose test files declare Benchmark functions (the e2e module keeps its
+// benchmarks in whichever packages need the harness).
+func BenchPackages(ctx context.Context, goCmd, root string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, goCmd, "list", "-f",
+		"{{.Dir}}{{range .TestGoFiles}}\t{{.}}{{end}}{{range .XTestGoFiles}}\t{{.}}{{end}}", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		msg := err.Error()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			msg = firstLines(ee.Stderr, 5)
+		}
+		return nil, fmt.Errorf("benchreport: listing the packages of %s: %s", root, msg)
+	}
+	var dirs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Split(line, "\t")
+		for _, f := range fields[1:] {
+			src, err := os.ReadFile(filepath.Join(fields[0], f))
+			if err != nil {
+				return nil, err
+			}
+			if benchFunc.Match(src) {
+				dirs = append(dirs, fields[0])
+				break
+			}
+		}
+	}
+	return dirs, nil
+}
