@@ -153,7 +153,8 @@ const (
 // compareSeries turns one workload into rows, one per unit.
 func compareSeries(units benchfmt.UnitMetadataMap, failed map[implKey]runState, name string, s *Series, stats map[string]int) ([]Row, []Problem) {
 	var probs []Problem
-	for impl, m := range s.Impls {
+	for _, impl := range sortedKeys(s.Impls) {
+		m := s.Impls[impl]
 		switch impl {
 		case ImplUpstream, ImplTyped:
 		case "":

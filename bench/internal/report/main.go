@@ -230,7 +230,13 @@ func writeOutputs(o options, r *Report, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "benchreport: wrote %s\n", path)
 	}
 	write(o.md, func(w io.Writer) error {
-		return WriteMarkdown(w, r, MarkdownOptions{Chart: relPath(o.md, o.svg)})
+		// Name the raw files as seen from the page: "bench/results/latest.txt".
+		rr := *r
+		rr.Meta.Inputs = nil
+		for _, in := range r.Meta.Inputs {
+			rr.Meta.Inputs = append(rr.Meta.Inputs, relPath(o.md, in))
+		}
+		return WriteMarkdown(w, &rr, MarkdownOptions{Chart: relPath(o.md, o.svg)})
 	})
 	write(o.svg, func(w io.Writer) error { return WriteSVG(w, r) })
 	write(o.png, func(w io.Writer) error { return WritePNG(w, r) })

@@ -44,6 +44,10 @@ func BenchmarkPanic(b *testing.B) {
 	})
 }
 
+func BenchmarkSkipped(b *testing.B) {
+	b.Skip("no API server binaries")
+}
+
 func BenchmarkOther(b *testing.B) {
 	for b.Loop() {
 	}
@@ -89,7 +93,7 @@ func TestMainRun(t *testing.T) {
 	raw := filepath.Join(dir, "results", "latest.txt")
 	md := filepath.Join(dir, "BENCHMARKS.md")
 	svg := filepath.Join(dir, "docs", "benchmarks.svg")
-	code, stdout, stderr := runMain(t, "-dir", dir, "-bench", "Pair|Panic", "-count", "2", "-benchtime", "1x",
+	code, stdout, stderr := runMain(t, "-dir", dir, "-bench", "Pair|Panic|Skipped", "-count", "2", "-benchtime", "1x",
 		"-budget", "3m", "-out", raw, "-md", md, "-svg", svg, "-readme", filepath.Join(dir, "README.md"))
 	if code != ExitProblems {
 		t.Errorf("exit code = %d, want %d (a benchmark panicked)\nstderr:\n%s", code, ExitProblems, stderr)
@@ -98,10 +102,11 @@ func TestMainRun(t *testing.T) {
 	// Progress on stderr: which benchmark, which round, elapsed.
 	for _, want := range []string{
 		"building test binary of example.com/fake",
-		"2 benchmark(s), 2 round(s)",
-		"[round 1/2] [1/2] BenchmarkPair (elapsed",
-		"[round 2/2] [1/2] BenchmarkPair",
-		"[round 1/2] [2/2] BenchmarkPanic",
+		"3 benchmark(s), 2 round(s)",
+		"[round 1/2] [1/3] BenchmarkPair (elapsed",
+		"[round 2/2] [1/3] BenchmarkPair",
+		"[round 1/2] [2/3] BenchmarkPanic",
+		"[round 1/2] [3/3] BenchmarkSkipped",
 		"FAIL after",
 		"not run again",
 		"wrote " + md,
@@ -111,8 +116,8 @@ func TestMainRun(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	if strings.Contains(stderr, "[round 2/2] [2/2] BenchmarkPanic") {
-		t.Error("a failed benchmark was run again")
+	if strings.Contains(stderr, "[round 2/2] [2/3] BenchmarkPanic") || strings.Contains(stderr, "[round 2/2] [3/3] BenchmarkSkipped") {
+		t.Error("a failed or skipped benchmark was run again")
 	}
 
 	// The raw output: recorded meta, results of both rounds, the panic once.
@@ -136,17 +141,22 @@ func TestMainRun(t *testing.T) {
 	// The table, the Markdown, the chart and the README.
 	for _, want := range []string{"BenchmarkPair/keys=10", "events/s", "higher", "n=2",
 		"BenchmarkPanic/impl=typed failed: panic: assignment to entry in nil map",
-		"BenchmarkPanic: impl=upstream has results but impl=typed has none (it failed)"} {
+		"BenchmarkPanic: impl=upstream has results but impl=typed has none (it failed)",
+		"warning: skipped", "BenchmarkSkipped was skipped: fake_test.go:"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
+	}
+	if strings.Contains(stdout, "produced no results") {
+		t.Errorf("a skipped benchmark is reported twice:\n%s", stdout)
 	}
 	mdText, err := os.ReadFile(md)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| `BenchmarkPair/keys=10` | ns/op |", "![typed/upstream ratio per workload](docs/benchmarks.svg)",
-		"| client-go | v0.37.2 |", "| Runs | 2 per benchmark, -benchtime 1x |", "## Problems"} {
+		"| client-go | v0.37.2 |", "| Runs | 2 per benchmark, -benchtime 1x |", "## Problems",
+		"| Raw output | `results/latest.txt` |"} {
 		if !strings.Contains(string(mdText), want) {
 			t.Errorf("BENCHMARKS.md lacks %q", want)
 		}
@@ -175,7 +185,7 @@ func TestMainNothingSelected(t *testing.T) {
 	if code != ExitProblems {
 		t.Errorf("exit code = %d, want %d", code, ExitProblems)
 	}
-	if !strings.Contains(stderr, `-bench "NoSuchBenchmark" matches none of BenchmarkPair, BenchmarkPanic, BenchmarkOther`) {
+	if !strings.Contains(stderr, `-bench "NoSuchBenchmark" matches none of BenchmarkPair, BenchmarkPanic, BenchmarkSkipped, BenchmarkOther`) {
 		t.Errorf("stderr does not explain:\n%s", stderr)
 	}
 	if _, err := os.Stat(raw); !errors.Is(err, os.ErrNotExist) {

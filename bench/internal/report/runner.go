@@ -40,7 +40,8 @@ type Runner struct {
 	Log       io.Writer     // progress
 	Verbose   bool          // copy benchmark output to Log
 
-	now func() time.Time // for tests; time.Now if nil
+	now    func() time.Time // for tests; time.Now if nil
+	rawErr error            // first error writing Raw
 }
 
 // ErrNoBenchmarks is returned by Prepare when nothing is selected.
@@ -60,9 +61,9 @@ func (p *Plan) Benchmarks() int { return len(p.jobs) }
 func (p *Plan) Close() error { return os.RemoveAll(p.tmp) }
 
 type job struct {
-	pkg, dir, bin, name string
-	runs                int
-	failed, empty       bool
+	pkg, dir, bin, name    string
+	runs                   int
+	failed, empty, skipped bool
 }
 
 // Prepare builds the test binaries and lists the selected benchmarks. It
@@ -151,8 +152,11 @@ rounds:
 			Text: fmt.Sprintf("%s after %s: %d of %d benchmark(s) have fewer than %d runs", stopped, r.since(start), short, len(jobs), r.Count)})
 		r.logf("%s: stopping", stopped)
 	}
+	if r.rawErr != nil {
+		probs = append(probs, Problem{Severity: Error, Kind: KindRun, Text: "writing the raw output: " + r.rawErr.Error()})
+	}
 	for _, j := range jobs {
-		if j.empty {
+		if j.empty && !j.skipped {
 			probs = append(probs, Problem{Severity: Warning, Kind: KindRun, Where: j.pkg,
 				Text: j.name + " produced no results (skipped, or no sub-benchmarks)"})
 		}
@@ -227,8 +231,9 @@ func (r *Runner) runOne(ctx context.Context, j *job) {
 	}
 	// pkg: is what go test prints too; writing it first attributes a
 	// failure that happens before the testing package prints its header.
-	fmt.Fprintf(r.Raw, "pkg: %s\n", j.pkg)
-	w := &tee{a: r.Raw, b: out}
+	raw := &errWriter{w: r.Raw, err: &r.rawErr}
+	fmt.Fprintf(raw, "pkg: %s\n", j.pkg)
+	w := &tee{a: raw, b: out}
 	cmd := r.command(ctx, j.dir, j.bin, "-test.run", "^$", "-test.bench", "^"+regexp.QuoteMeta(j.name)+"$",
 		"-test.count", "1", "-test.benchtime", r.Benchtime, "-test.benchmem", "-test.v")
 	cmd.Stdout, cmd.Stderr = w, w
@@ -246,7 +251,7 @@ func (r *Runner) runOne(ctx context.Context, j *job) {
 	}
 	switch {
 	case ctx.Err() != nil:
-		fmt.Fprintf(r.Raw, "# benchreport: %s stopped after %s: %s\n", j.name, took, stopReason(ctx, r.Budget))
+		fmt.Fprintf(raw, "# benchreport: %s stopped after %s: %s\n", j.name, took, stopReason(ctx, r.Budget))
 		r.logf("    stopped after %s", took)
 		return
 	case err != nil:
@@ -258,7 +263,7 @@ func (r *Runner) runOne(ctx context.Context, j *job) {
 			}
 		}
 		if !specific {
-			fmt.Fprintf(r.Raw, "--- FAIL: %s (benchreport: test binary: %v)\n", j.name, err)
+			fmt.Fprintf(raw, "--- FAIL: %s (benchreport: test binary: %v)\n", j.name, err)
 		}
 		msg := err.Error()
 		for _, f := range fails {
@@ -273,6 +278,9 @@ func (r *Runner) runOne(ctx context.Context, j *job) {
 	j.runs++
 	if results == 0 {
 		j.empty = true
+		for _, f := range fails {
+			j.skipped = j.skipped || (f.Skipped && f.Benchmark == j.name)
+		}
 		r.logf("    no results after %s (not run again)", took)
 		return
 	}
@@ -294,6 +302,23 @@ func (r *Runner) logf(format string, args ...any) {
 	if r.Log != nil {
 		fmt.Fprintf(r.Log, "benchreport: "+format+"\n", args...)
 	}
+}
+
+// errWriter keeps the first write error in *err and drops later writes, so
+// one full disk is reported once, not as a failure of every benchmark.
+type errWriter struct {
+	w   io.Writer
+	err *error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if *e.err != nil {
+		return len(p), nil
+	}
+	if _, err := e.w.Write(p); err != nil {
+		*e.err = err
+	}
+	return len(p), nil
 }
 
 // tee writes to a and b. exec gives Stdout and Stderr one goroutine when they
