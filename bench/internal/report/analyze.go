@@ -25,6 +25,8 @@ type Report struct {
 	Meta     Meta
 	Rows     []Row
 	Problems []Problem
+	// MinN and MaxN are the smallest and largest sample sizes of the rows.
+	MinN, MaxN int
 	// Geomeans holds, per unit, the geometric mean of the typed/upstream
 	// ratios of the rows that have both sides (benchstat's summary row).
 	Geomeans []Geomean
@@ -137,6 +139,18 @@ func Build(d *Data, m *Matcher) (*Report, error) {
 			Text: fmt.Sprintf("%s (×%d)", w, stats[w])})
 	}
 	r.Geomeans = geomeans(r.Rows)
+	for _, row := range r.Rows {
+		for _, st := range []*Stat{row.Upstream, row.Typed} {
+			if st == nil {
+				continue
+			}
+			n := len(st.Sample.Values)
+			if r.MinN == 0 || n < r.MinN {
+				r.MinN = n
+			}
+			r.MaxN = max(r.MaxN, n)
+		}
+	}
 	return r, nil
 }
 

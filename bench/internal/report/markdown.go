@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -51,8 +52,17 @@ func WriteMarkdown(w io.Writer, r *Report, o MarkdownOptions) error {
 	row("Go", m.Go)
 	row("client-go", m.ClientGo)
 	runs := ""
-	if m.Count != "" {
-		runs = m.Count + " per benchmark"
+	switch {
+	case r.MaxN > 0 && r.MinN == r.MaxN && (m.Count == "" || m.Count == strconv.Itoa(r.MaxN)):
+		runs = strconv.Itoa(r.MaxN) + " per benchmark"
+	case r.MaxN > 0 && r.MinN == r.MaxN:
+		runs = fmt.Sprintf("%d per benchmark (-count %s asked for more)", r.MaxN, m.Count)
+	case r.MaxN > 0 && m.Count != "":
+		runs = fmt.Sprintf("%d to %d per benchmark (-count %s)", r.MinN, r.MaxN, m.Count)
+	case r.MaxN > 0:
+		runs = fmt.Sprintf("%d to %d per benchmark", r.MinN, r.MaxN)
+	case m.Count != "":
+		runs = "-count " + m.Count
 	}
 	if m.Benchtime != "" {
 		runs += ", -benchtime " + m.Benchtime

@@ -155,7 +155,7 @@ func TestMainRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| `BenchmarkPair/keys=10` | ns/op |", "![typed/upstream ratio per workload](docs/benchmarks.svg)",
-		"| client-go | v0.37.2 |", "| Runs | 2 per benchmark, -benchtime 1x |", "## Problems",
+		"| client-go | v0.37.2 |", "| Runs | 1 to 2 per benchmark (-count 2), -benchtime 1x |", "## Problems",
 		"| Raw output | `results/latest.txt` |"} {
 		if !strings.Contains(string(mdText), want) {
 			t.Errorf("BENCHMARKS.md lacks %q", want)
