@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"path/filepath"
@@ -247,6 +248,13 @@ BenchmarkA/impl=typed-2	10	50 ns/op
 	want := "informer.BenchmarkA-1 informer.BenchmarkA-2 e2e.BenchmarkA-2"
 	if strings.Join(got, " ") != want {
 		t.Errorf("workloads = %q, want %q", got, want)
+	}
+	var b bytes.Buffer
+	if err := WriteSVG(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if texts := strings.Join(svgText(t, b.Bytes()), "|"); !strings.Contains(texts, "|e2e.A-2|") {
+		t.Errorf("chart labels = %s, want e2e.A-2", texts)
 	}
 }
 

@@ -103,7 +103,7 @@ func buildChart(r *Report) (*plot.Plot, vg.Length) {
 			}
 		}
 		if has {
-			names = append(names, strings.TrimPrefix(r.Rows[i].Workload, "Benchmark"))
+			names = append(names, strings.Replace(r.Rows[i].Workload, "Benchmark", "", 1)) // "e2e.BenchmarkX" too
 			bars = append(bars, wb)
 		}
 		i = j
