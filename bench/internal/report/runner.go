@@ -143,13 +143,20 @@ rounds:
 	}
 	if stopped != "" {
 		short := 0
+		var none []string
 		for _, j := range jobs {
 			if !j.failed && !j.empty && j.runs < r.Count {
 				short++
 			}
+			if !j.failed && !j.empty && j.runs == 0 {
+				none = append(none, j.name)
+			}
 		}
-		probs = append(probs, Problem{Severity: Warning, Kind: KindRun,
-			Text: fmt.Sprintf("%s after %s: %d of %d benchmark(s) have fewer than %d runs", stopped, r.since(start), short, len(jobs), r.Count)})
+		text := fmt.Sprintf("%s after %s: %d of %d benchmark(s) have fewer than %d runs", stopped, r.since(start), short, len(jobs), r.Count)
+		if len(none) > 0 {
+			text += "; not measured at all: " + strings.Join(none, ", ")
+		}
+		probs = append(probs, Problem{Severity: Warning, Kind: KindRun, Text: text})
 		r.logf("%s: stopping", stopped)
 	}
 	if r.rawErr != nil {
@@ -190,12 +197,18 @@ func (r *Runner) prepare(ctx context.Context, dir, bin string) (jobs []*job, all
 	}
 	out, err := r.command(ctx, abs, r.Go, "list", "-f", "{{.ImportPath}}", ".").CombinedOutput()
 	if err != nil {
+		if ctx.Err() != nil {
+			return fail("go list stopped: %s", stopReason(ctx, r.Budget))
+		}
 		return fail("not a Go package: %s", firstLines(out, 5))
 	}
 	pkg := strings.TrimSpace(string(out))
 	t := r.now()
 	r.logf("building test binary of %s", pkg)
 	if out, err := r.command(ctx, abs, r.Go, "test", "-c", "-o", bin, ".").CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			return fail("building the test binary of %s stopped: %s (the build counts against -budget)", pkg, stopReason(ctx, r.Budget))
+		}
 		p := Problem{Severity: Error, Kind: KindRun, Where: pkg, Text: "go test -c failed: " + err.Error(),
 			Detail: strings.Split(firstLines(out, maxDetail), "\n")}
 		return nil, nil, []Problem{p}
@@ -205,6 +218,9 @@ func (r *Runner) prepare(ctx context.Context, dir, bin string) (jobs []*job, all
 	}
 	r.logf("built in %s", r.since(t))
 	out, err = r.command(ctx, abs, bin, "-test.list", "^Benchmark").CombinedOutput()
+	if err != nil && ctx.Err() != nil {
+		return fail("listing the benchmarks of %s stopped: %s", pkg, stopReason(ctx, r.Budget))
+	}
 	if err != nil {
 		return fail("listing benchmarks of %s failed: %v: %s", pkg, err, firstLines(out, 5))
 	}
