@@ -294,7 +294,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.count, "count", defaultCount, "`runs` of every benchmark (interleaved rounds of -test.count 1)")
 	fs.StringVar(&o.benchtime, "benchtime", defaultBenchtime, "go test -benchtime per run (`duration` or Nx)")
 	fs.DurationVar(&o.budget, "budget", defaultBudget, "time limit of the whole run, builds included; later rounds are dropped when it is used up (0: none)")
-	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("quick check: -count %d -benchtime %s -budget %s, outputs under %s/ (explicit flags win)", quickCount, quickBenchtime, quickBudget, quickDir))
+	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("quick check: -count %d -benchtime %s -budget %s, writes raw.txt, BENCHMARKS.md, benchmarks.svg and benchmarks.png under %s/ and leaves the README alone (explicit flags win)", quickCount, quickBenchtime, quickBudget, quickDir))
 	fs.StringVar(&o.in, "in", "", "comma-separated go test -bench output `files` to report on instead of running")
 	fs.StringVar(&o.out, "out", "results/latest.txt", "raw output `file` of the run")
 	fs.StringVar(&o.md, "md", "../BENCHMARKS.md", "Markdown report `file` (\"\": none)")
