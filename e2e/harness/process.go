@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -34,16 +35,26 @@ func startProcess(name, path string, args []string, logPath string) (*process, e
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("harness: start %s: %w", name, err)
-	}
 	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		// The kernel sends Pdeathsig when the thread that forked the child exits, not the
+		// process: this goroutine keeps that thread until the child has been reaped (a goroutine
+		// that ends locked takes its thread with it, which is then harmless).
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			logFile.Close()
+			started <- err
+			return
+		}
+		started <- nil
 		p.waitErr = cmd.Wait()
 		logFile.Close()
 		close(p.done)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("harness: start %s: %w", name, err)
+	}
 	return p, nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -298,5 +300,24 @@ func TestStopLeavesNothing(t *testing.T) {
 	}
 	if err := s.RestartAPIServer(ctx); err == nil {
 		t.Error("RestartAPIServer after Stop succeeded, want an error")
+	}
+}
+
+func TestStartFailureReportsLogAndCleansUp(t *testing.T) {
+	ctx := testContext(t, 60*time.Second)
+	logDir := t.TempDir()
+	_, err := Start(ctx, Options{Output: io.Discard, LogDir: logDir, APIServerArgs: []string{"--no-such-flag"}})
+	if err == nil {
+		t.Fatal("Start with an unknown kube-apiserver flag succeeded")
+	}
+	// The error says what happened and quotes the server's own complaint from its log.
+	for _, want := range []string{"harness: kube-apiserver exited", "unknown flag: --no-such-flag"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Start error lacks %q:\n%v", want, err)
+		}
+	}
+	// etcd had started; Start stopped it again (its log says it ran).
+	if tail := fileTail(filepath.Join(logDir, "etcd.log"), 100); !strings.Contains(tail, "### harness") {
+		t.Errorf("etcd.log does not show an etcd start:\n%s", tail)
 	}
 }

@@ -52,6 +52,7 @@ type throttler struct {
 
 	mu      sync.Mutex         // held for the whole of throttle, unthrottle and close
 	webhook *holdWebhook       // guarded by mu; started by the first throttle
+	closed  bool               // guarded by mu; set by close
 	cancel  context.CancelFunc // guarded by mu; non-nil while throttled: ends the hold loop
 	release chan struct{}      // guarded by mu; closed to end the held requests
 	holds   sync.WaitGroup     // the hold loop
@@ -136,6 +137,9 @@ func (t *throttler) setShares(ctx context.Context, shares int32) error {
 func (t *throttler) throttle(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return errors.New("harness: Throttle: server stopped")
+	}
 	if t.cancel != nil {
 		return errors.New("harness: Throttle: already throttled")
 	}
@@ -262,6 +266,7 @@ func (t *throttler) nominalSeats(ctx context.Context) (int, error) {
 func (t *throttler) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.closed = true
 	t.stopHoldLocked()
 	if t.webhook != nil {
 		t.webhook.close()
