@@ -59,9 +59,10 @@ func NewIndexer[T any](keyFunc KeyFunc[T], indexers Indexers[T]) *Indexer[T] {
 func (x *Indexer[T]) GetIndexers() Indexers[T] {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	out := make(Indexers[T], x.idx.len())
-	for i, name := range x.idx.names {
-		out[name] = x.idx.funcs[i]
+	idx := x.idx.Load()
+	out := make(Indexers[T], idx.len())
+	for i, name := range idx.names {
+		out[name] = idx.funcs[i]
 	}
 	return out
 }
@@ -72,7 +73,7 @@ func (x *Indexer[T]) GetIndexers() Indexers[T] {
 func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
-	old := x.idx
+	old := x.idx.Load()
 	if dup := old.conflicts(indexers); len(dup) > 0 {
 		return fmt.Errorf("%w: %q", ErrIndexConflict, dup)
 	}
@@ -103,7 +104,7 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 			next.add(j, sl, sl.vals[j])
 		}
 	}
-	x.idx = next
+	x.idx.Store(next)
 	return nil
 }
 
@@ -112,7 +113,7 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 func (x *Indexer[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	b, err := x.idx.bucket(indexName, indexedValue)
+	b, err := x.idx.Load().bucket(indexName, indexedValue)
 	if err != nil {
 		return nil, err
 	}
@@ -126,19 +127,21 @@ func (x *Indexer[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
 // ByIndexSeq returns an iterator over the keys and objects ByIndex would
 // return. It iterates a snapshot taken when the iteration starts, in a
 // buffer reused across iterations, so it allocates nothing and holds no lock
-// while the loop body runs. The order is unspecified.
-func (x *Indexer[T]) ByIndexSeq(indexName, indexedValue string) (iter.Seq2[string, T], error) {
-	if err := x.checkIndex(indexName); err != nil {
-		return nil, err
-	}
-	return func(yield func(string, T) bool) { x.yieldBucket(indexName, indexedValue, yield) }, nil
+// while the loop body runs. The order is unspecified. An unknown index
+// yields nothing; ByIndex reports it as an error.
+//
+// It returns no error because the compiler can call an iterator directly,
+// without the loop body escaping to the heap, only when it comes from a
+// call with a single result.
+func (x *Indexer[T]) ByIndexSeq(indexName, indexedValue string) iter.Seq2[string, T] {
+	return func(yield func(string, T) bool) { x.yieldBucket(indexName, indexedValue, yield) }
 }
 
 func (x *Indexer[T]) yieldBucket(indexName, indexedValue string, yield func(string, T) bool) {
 	buf := x.getSnapshot()
 	defer x.putSnapshot(buf)
 	x.mu.RLock()
-	b, _ := x.idx.bucket(indexName, indexedValue)
+	b, _ := x.idx.Load().bucket(indexName, indexedValue)
 	for sl := range b {
 		*buf = append(*buf, entry[T]{sl.key, sl.obj})
 	}
@@ -154,7 +157,7 @@ func (x *Indexer[T]) yieldBucket(indexName, indexedValue string, yield func(stri
 // indexedValue, sorted.
 func (x *Indexer[T]) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	x.mu.RLock()
-	b, err := x.idx.bucket(indexName, indexedValue)
+	b, err := x.idx.Load().bucket(indexName, indexedValue)
 	if err != nil {
 		x.mu.RUnlock()
 		return nil, err
@@ -213,12 +216,10 @@ func (x *Indexer[T]) collect(indexName string, obj T, f func(*slot[T])) error {
 
 // indexValues runs the indexName function on obj, without holding a lock.
 func (x *Indexer[T]) indexValues(indexName string, obj T) ([]string, error) {
-	x.mu.RLock()
-	idx := x.idx
-	x.mu.RUnlock()
-	i, ok := idx.pos[indexName]
+	idx := x.idx.Load()
+	i, ok := idx.posOf(indexName)
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrNoSuchIndex, indexName)
+		return nil, &noSuchIndexError{indexName}
 	}
 	if isNil(obj) {
 		return nil, ErrNilObject
@@ -229,16 +230,17 @@ func (x *Indexer[T]) indexValues(indexName string, obj T) ([]string, error) {
 // union calls f once for each slot in the indexName buckets of vals. The
 // caller holds mu for reading.
 func (x *Indexer[T]) union(indexName string, vals []string, f func(*slot[T])) {
-	i := x.idx.pos[indexName]
+	idx := x.idx.Load()
+	i := idx.pos[indexName]
 	if len(vals) == 1 {
-		for sl := range x.idx.buckets[i][vals[0]] {
+		for sl := range idx.buckets[i][vals[0]] {
 			f(sl)
 		}
 		return
 	}
 	seen := make(map[*slot[T]]struct{})
 	for _, v := range vals {
-		for sl := range x.idx.buckets[i][v] {
+		for sl := range idx.buckets[i][v] {
 			if _, dup := seen[sl]; !dup {
 				seen[sl] = struct{}{}
 				f(sl)
@@ -252,21 +254,19 @@ func (x *Indexer[T]) union(indexName string, vals []string, f func(*slot[T])) {
 func (x *Indexer[T]) ListIndexFuncValues(indexName string) []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	i, ok := x.idx.pos[indexName]
+	idx := x.idx.Load()
+	i, ok := idx.posOf(indexName)
 	if !ok {
 		return nil
 	}
-	return slices.AppendSeq(make([]string, 0, len(x.idx.buckets[i])), maps.Keys(x.idx.buckets[i]))
+	return slices.AppendSeq(make([]string, 0, len(idx.buckets[i])), maps.Keys(idx.buckets[i]))
 }
 
-func (x *Indexer[T]) checkIndex(indexName string) error {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if _, ok := x.idx.pos[indexName]; !ok {
-		return fmt.Errorf("%w: %q", ErrNoSuchIndex, indexName)
-	}
-	return nil
-}
+// noSuchIndexError is ErrNoSuchIndex with the name asked for.
+type noSuchIndexError struct{ name string }
+
+func (e *noSuchIndexError) Error() string        { return fmt.Sprintf("%v: %q", ErrNoSuchIndex, e.name) }
+func (e *noSuchIndexError) Is(target error) bool { return target == ErrNoSuchIndex }
 
 // indexSet holds the indexes of an Indexer. names, funcs and pos never
 // change once built; AddIndexers builds a new set. buckets are guarded by the
@@ -368,7 +368,7 @@ func (s *indexSet[T]) value(i int, obj T) ([]string, error) {
 func (s *indexSet[T]) bucket(name, value string) (bucket[T], error) {
 	i, ok := s.posOf(name)
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrNoSuchIndex, name)
+		return nil, &noSuchIndexError{name}
 	}
 	return s.buckets[i][value], nil
 }

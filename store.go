@@ -3,6 +3,7 @@ package informer
 import (
 	"iter"
 	"sync"
+	"sync/atomic"
 )
 
 // Store is a thread-safe cache of objects of type T, each under the key its
@@ -30,7 +31,11 @@ type Store[T any] struct {
 	mu    sync.RWMutex // guards items, arena and the buckets of idx
 	items map[string]*slot[T]
 	arena arena[T]
-	idx   *indexSet[T] // nil for a plain Store; replaced under writeMu and mu
+	// idx holds the indexes; nil for a plain Store. It is replaced, by
+	// Replace and AddIndexers, only with writeMu and mu held, and its names
+	// never change, so a reader may load it without a lock to look a name
+	// up; its buckets are guarded by mu.
+	idx atomic.Pointer[indexSet[T]]
 
 	snapshots sync.Pool // of *[]entry[T], reused by the iterators
 }
@@ -64,7 +69,7 @@ func (s *Store[T]) init(keyFunc KeyFunc[T], idx *indexSet[T]) {
 	}
 	s.keyFunc = keyFunc
 	s.items = make(map[string]*slot[T])
-	s.idx = idx
+	s.idx.Store(idx)
 	s.arena.width = idx.len()
 }
 
@@ -202,7 +207,7 @@ func (s *Store[T]) Replace(list []T, resourceVersion string) error {
 	defer s.writeMu.Unlock()
 	// Build the new contents without holding mu: readers see the old
 	// contents until the swap below.
-	idx := s.idx.empty()
+	idx := s.idx.Load().empty()
 	items := make(map[string]*slot[T], len(list))
 	ar := arena[T]{width: idx.len()}
 	ar.reserve(len(list))
@@ -226,7 +231,8 @@ func (s *Store[T]) Replace(list []T, resourceVersion string) error {
 		sl.obj = obj
 	}
 	s.mu.Lock()
-	s.items, s.arena, s.idx = items, ar, idx
+	s.items, s.arena = items, ar
+	s.idx.Store(idx)
 	s.mu.Unlock()
 	return nil
 }
@@ -235,7 +241,7 @@ func (s *Store[T]) Replace(list []T, resourceVersion string) error {
 func (s *Store[T]) put(key string, obj T) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	vals, err := s.idx.values(obj, s.scratch[:0])
+	vals, err := s.idx.Load().values(obj, s.scratch[:0])
 	if err != nil {
 		return err
 	}
@@ -250,15 +256,16 @@ func (s *Store[T]) put(key string, obj T) error {
 // putLocked stores obj, whose index values are vals, under key. The caller
 // holds writeMu and mu.
 func (s *Store[T]) putLocked(key string, obj T, vals [][]string) {
+	idx := s.idx.Load()
 	sl, ok := s.items[key]
 	if !ok {
 		sl = s.arena.alloc()
 		sl.key = key
 		s.items[key] = sl
 		copy(sl.vals, vals)
-		s.idx.index(sl)
+		idx.index(sl)
 	} else {
-		s.idx.reindex(sl, vals)
+		idx.reindex(sl, vals)
 	}
 	sl.obj = obj
 }
@@ -282,7 +289,7 @@ func (s *Store[T]) deleteLocked(key string) (T, bool) {
 		return zero, false
 	}
 	obj := sl.obj
-	s.idx.unindex(sl)
+	s.idx.Load().unindex(sl)
 	delete(s.items, key)
 	s.arena.release(sl)
 	return obj, true

@@ -1,0 +1,5 @@
+//go:build race
+
+package informer
+
+const raceEnabled = true
