@@ -67,6 +67,9 @@ type Server struct {
 // Start starts etcd and kube-apiserver as child processes on free ports of 127.0.0.1 and waits
 // until the API server's /readyz answers 200. It builds the binaries first when they are missing
 // (see Options.BinDir). On error, whatever was started has been stopped and removed.
+//
+// The servers' files live in a new directory under os.TempDir() that Stop removes; Start also
+// removes such directories left by test processes that died before their Stop.
 func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	out := opts.Output
 	if out == nil {
@@ -87,8 +90,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 			err = errors.Join(err, s.Stop())
 		}
 	}()
-	if s.tempDir, err = os.MkdirTemp("", "informer-e2e-"); err != nil {
-		return nil, fmt.Errorf("harness: temp dir: %w", err)
+	if s.tempDir, err = makeTempDir(); err != nil {
+		return nil, err
 	}
 	s.logDir = opts.LogDir
 	if s.logDir == "" {
