@@ -85,6 +85,7 @@ start=$SECONDS
 # Progress: go build -v names each package it compiles (cache hits are not named).
 # The ticker sleeps in short steps so that nothing of it outlives this script by more than a second.
 (
+	exec 9>&- # a sleep outliving the script must not hold the build lock
 	ticks=0
 	while sleep 1; do
 		if ((++ticks % 20 == 0)); then
@@ -95,7 +96,8 @@ start=$SECONDS
 ) &
 ticker_pid=$!
 
-if ! CGO_ENABLED=0 "$go_cmd" build -C "$tools_dir" -v -ldflags "$ldflags" \
+# Static binaries (as Kubernetes releases them); no VCS stamp, which would change with every commit.
+if ! CGO_ENABLED=0 "$go_cmd" build -C "$tools_dir" -v -buildvcs=false -ldflags "$ldflags" \
 	-o "$work_dir/" "${packages[@]}" 2>"$build_log"; then
 	log "go build failed; last lines of its output:"
 	tail -n 40 "$build_log" >&2
