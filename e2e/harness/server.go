@@ -255,6 +255,9 @@ func (s *Server) DropConnections() int { return s.proxy.dropConnections() }
 // Other identities are not affected. See throttle.go for how. It is an error to call Throttle
 // while throttled.
 //
+// A watch already open when Throttle is called goes on (APF holds a watch's seat only while it
+// starts); DropConnections makes its client watch again, into the 429s.
+//
 // Note that client-go retries a 429 that carries Retry-After (APF's does: 1 s at first, growing
 // to 32 s while rejections go on) up to 10 times before returning it; use Request.MaxRetries(0)
 // to see the 429 at once.

@@ -244,15 +244,25 @@ func TestThrottleGives429(t *testing.T) {
 	if _, err := throttled.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("list before Throttle: %v", err)
 	}
+	w, err := throttled.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watch before Throttle: %v", err)
+	}
+	defer w.Stop()
 	if err := srv.Throttle(ctx); err != nil {
 		t.Fatalf("Throttle: %v", err)
+	}
+	// A watch opened before goes on.
+	createConfigMap(t, admin, ns, "while-throttled")
+	if ev := nextEvent(t, w, 10*time.Second); ev.Type != watch.Added {
+		t.Fatalf("watch opened before Throttle: event %s, want ADDED", objectName(ev))
 	}
 	if err := srv.Throttle(ctx); err == nil {
 		t.Error("second Throttle succeeded, want an error")
 	}
 	// MaxRetries(0): client-go would otherwise retry a 429 with Retry-After up to 10 times.
 	rc := throttled.CoreV1().RESTClient()
-	err := rc.Get().Namespace(ns).Resource("configmaps").MaxRetries(0).Do(ctx).Error()
+	err = rc.Get().Namespace(ns).Resource("configmaps").MaxRetries(0).Do(ctx).Error()
 	if !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("throttled list: err = %v, want 429", err)
 	}

@@ -169,7 +169,11 @@ func (t *throttler) throttle(ctx context.Context) error {
 		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
 			holdErr := t.getLastErr()
 			t.stopHoldLocked()
-			return fmt.Errorf("harness: Throttle: no 429 for %s before %w (last hold error: %v)", ThrottledUser, err, holdErr)
+			// Reopen the level, with a context of its own since ctx is done.
+			reopenCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			reopenErr := t.setShares(reopenCtx, openConcurrencyShares)
+			return errors.Join(fmt.Errorf("harness: Throttle: no 429 for %s before %w (last hold error: %v)", ThrottledUser, err, holdErr), reopenErr)
 		}
 	}
 }
@@ -202,7 +206,9 @@ func (t *throttler) holdLoop(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case apierrors.IsTooManyRequests(err):
-			// Another request of the identity ran: try again at once to close the gap.
+			// Another request of the identity ran: try again soon to close the gap, but
+			// without hammering the server if that request is a long one.
+			sleepCtx(ctx, 5*time.Millisecond)
 		case err != nil:
 			t.setLastErr(err)
 			sleepCtx(ctx, 100*time.Millisecond) // the API server may be restarting
