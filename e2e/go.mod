@@ -58,5 +58,3 @@ require (
 )
 
 replace github.com/typedkube/informer => ../
-
-replace github.com/typedkube/informer => ../
