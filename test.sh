@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test of every module of the repository, with the race detector.
+# Runs every test of every module of the repository, with the race detector:
+# the library, the benchmark report command, and the end-to-end tests
+# against a real kube-apiserver and etcd (built first, from Go modules, into
+# e2e/.bin; a no-op when they are up to date).
 # Usage: ./test.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -9,3 +12,8 @@ go test -race ./...
 
 echo "== bench: go test -race ./..."
 (cd bench && go test -race ./...)
+
+echo "== e2e: building kube-apiserver and etcd (minutes the first time)"
+bash e2e/hack/build-servers.sh
+echo "== e2e: go test -race ./..."
+(cd e2e && go test -race -count=1 -timeout 30m ./...)
