@@ -190,7 +190,7 @@ func (f *DeltaFIFO[T]) change(t DeltaType, obj T) error {
 	if err != nil {
 		return err
 	}
-	obj, err = f.transformed(key, obj)
+	obj, err = transformed(f.transform, key, obj)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.touchLocked()
@@ -202,20 +202,6 @@ func (f *DeltaFIFO[T]) change(t DeltaType, obj T) error {
 	}
 	f.queueLocked(key, Delta[T]{Type: t, Object: obj})
 	return nil
-}
-
-func (f *DeltaFIFO[T]) transformed(key string, obj T) (T, error) {
-	if f.transform == nil {
-		return obj, nil
-	}
-	out, err := f.transform(obj)
-	if err != nil {
-		return obj, fmt.Errorf("informer: transform %q: %w", key, err)
-	}
-	if isNil(out) {
-		return obj, fmt.Errorf("informer: transform %q: %w", key, ErrNilObject)
-	}
-	return out, nil
 }
 
 func (f *DeltaFIFO[T]) queuedOrKnownLocked(key string) bool {
@@ -328,7 +314,7 @@ func (f *DeltaFIFO[T]) Replace(list []T, resourceVersion string) error {
 		}
 		keys[i] = key
 		if f.transform != nil {
-			if objs[i], err = f.transformed(key, obj); err != nil {
+			if objs[i], err = transformed(f.transform, key, obj); err != nil {
 				return err
 			}
 		}

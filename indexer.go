@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 	"maps"
@@ -345,16 +346,22 @@ func (s *indexSet[T]) posOf(name string) (int, bool) {
 	return i, ok
 }
 
-// values appends the values of obj for every index to dst.
-func (s *indexSet[T]) values(obj T, dst [][]string) ([][]string, error) {
+// values appends the values of obj for every index to dst. It stops at the
+// first error, unless lenient: then a failing index gets no values and the
+// first error is returned with all of them.
+func (s *indexSet[T]) values(obj T, dst [][]string, lenient bool) ([][]string, error) {
+	var firstErr error
 	for i := range s.len() {
 		v, err := s.value(i, obj)
 		if err != nil {
-			return dst, err
+			if !lenient {
+				return dst, err
+			}
+			firstErr = cmp.Or(firstErr, err)
 		}
 		dst = append(dst, v)
 	}
-	return dst, nil
+	return dst, firstErr
 }
 
 func (s *indexSet[T]) value(i int, obj T) ([]string, error) {

@@ -56,6 +56,35 @@ func (e *KeyError[T]) Error() string {
 
 func (e *KeyError[T]) Unwrap() error { return e.Err }
 
+// TransformError reports that a transform function failed on the object
+// stored under Key; it unwraps to the function's error.
+type TransformError struct {
+	Key string
+	Err error
+}
+
+func (e *TransformError) Error() string {
+	return fmt.Sprintf("informer: transform %q: %v", e.Key, e.Err)
+}
+
+func (e *TransformError) Unwrap() error { return e.Err }
+
+// transformed applies f, if set, to the object stored under key, refusing
+// a nil result.
+func transformed[T any](f TransformFunc[T], key string, obj T) (T, error) {
+	if f == nil {
+		return obj, nil
+	}
+	out, err := f(obj)
+	if err != nil {
+		return obj, &TransformError{Key: key, Err: err}
+	}
+	if isNil(out) {
+		return obj, &TransformError{Key: key, Err: ErrNilObject}
+	}
+	return out, nil
+}
+
 // MetaNamespaceKeyFunc returns "namespace/name" for a namespaced object and
 // "name" for a cluster-scoped one, the keys client-go uses. It reads the
 // object through the typed interface, without reflection. It returns

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"cmp"
 	"iter"
 	"sync"
 	"sync/atomic"
@@ -162,6 +163,17 @@ func (s *Store[T]) Keys() iter.Seq[string] {
 	}
 }
 
+// snapshot returns the keys and objects of the Store in a new slice.
+func (s *Store[T]) snapshot() []entry[T] {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]entry[T], 0, len(s.items))
+	for sl := range s.arena.live {
+		out = append(out, entry[T]{sl.key, sl.obj})
+	}
+	return out
+}
+
 func (s *Store[T]) yieldAll(yield func(string, T) bool) {
 	buf := s.getSnapshot()
 	defer s.putSnapshot(buf)
@@ -203,6 +215,14 @@ func (s *Store[T]) Replace(list []T, resourceVersion string) error {
 		}
 		keys[i] = key
 	}
+	return s.replace(list, keys, false)
+}
+
+// replace makes the Store hold list, whose keys are keys. If lenient, an
+// object an index function fails on is stored without that index's values
+// and the first such error is returned; otherwise the first error fails the
+// call and changes nothing.
+func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	// Build the new contents without holding mu: readers see the old
@@ -212,12 +232,16 @@ func (s *Store[T]) Replace(list []T, resourceVersion string) error {
 	ar := arena[T]{width: idx.len()}
 	ar.reserve(len(list))
 	defer func() { clear(s.scratch) }()
+	var firstErr error
 	for i, obj := range list {
-		vals, err := idx.values(obj, s.scratch[:0])
-		if err != nil {
-			return err
-		}
+		vals, err := idx.values(obj, s.scratch[:0], lenient)
 		s.scratch = vals
+		if err != nil {
+			if !lenient {
+				return err
+			}
+			firstErr = cmp.Or(firstErr, err)
+		}
 		sl, ok := items[keys[i]]
 		if !ok {
 			sl = ar.alloc()
@@ -234,28 +258,35 @@ func (s *Store[T]) Replace(list []T, resourceVersion string) error {
 	s.items, s.arena = items, ar
 	s.idx.Store(idx)
 	s.mu.Unlock()
-	return nil
+	return firstErr
 }
 
 // put stores obj under key.
 func (s *Store[T]) put(key string, obj T) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	vals, err := s.idx.Load().values(obj, s.scratch[:0])
-	if err != nil {
-		return err
-	}
-	s.scratch = vals
-	s.mu.Lock()
-	s.putLocked(key, obj, vals)
-	s.mu.Unlock()
-	clear(vals)
-	return nil
+	_, _, err := s.upsert(key, obj, false)
+	return err
 }
 
-// putLocked stores obj, whose index values are vals, under key. The caller
-// holds writeMu and mu.
-func (s *Store[T]) putLocked(key string, obj T, vals [][]string) {
+// upsert stores obj under key and returns the object it replaced. lenient
+// is as for replace.
+func (s *Store[T]) upsert(key string, obj T, lenient bool) (old T, existed bool, err error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	vals, err := s.idx.Load().values(obj, s.scratch[:0], lenient)
+	s.scratch = vals
+	if err != nil && !lenient {
+		return old, false, err
+	}
+	s.mu.Lock()
+	old, existed = s.putLocked(key, obj, vals)
+	s.mu.Unlock()
+	clear(vals)
+	return old, existed, err
+}
+
+// putLocked stores obj, whose index values are vals, under key, and returns
+// the object it replaced. The caller holds writeMu and mu.
+func (s *Store[T]) putLocked(key string, obj T, vals [][]string) (old T, existed bool) {
 	idx := s.idx.Load()
 	sl, ok := s.items[key]
 	if !ok {
@@ -265,9 +296,11 @@ func (s *Store[T]) putLocked(key string, obj T, vals [][]string) {
 		copy(sl.vals, vals)
 		idx.index(sl)
 	} else {
+		old, existed = sl.obj, true
 		idx.reindex(sl, vals)
 	}
 	sl.obj = obj
+	return old, existed
 }
 
 // deleteKey removes the object stored under key and reports whether there

@@ -1,0 +1,97 @@
+package informer
+
+import "github.com/typedkube/informer/internal/deque"
+
+// coalescer holds the pending notifications of a handler in Coalesce mode:
+// at most two per object, a delete of a state the handler saw followed by
+// the add or update that came after it, so that its memory is bounded by
+// the number of objects, not of changes. Its owner guards it.
+type coalescer[T Object] struct {
+	byKey map[string]*pendingState[T]
+	order deque.Deque[string] // keys in the order they became pending, each once
+}
+
+// pendingState is what a handler has not yet been told about one object.
+type pendingState[T Object] struct {
+	del notification[T] // kind 0 when there is no pending deletion
+	cur notification[T] // kind 0 when there is no pending add or update
+}
+
+func newCoalescer[T Object]() *coalescer[T] {
+	return &coalescer[T]{byKey: make(map[string]*pendingState[T])}
+}
+
+// add merges n into the pending state of its object and returns by how
+// much the number of pending notifications changed. An initial-list add
+// that cancels out is reported to l as handled.
+func (c *coalescer[T]) add(n *notification[T], l *listener[T]) int {
+	s, ok := c.byKey[n.key]
+	if !ok {
+		s = &pendingState[T]{}
+		c.byKey[n.key] = s
+		c.order.PushBack(n.key)
+	}
+	before := s.count()
+	switch n.kind {
+	case nAdd:
+		s.cur = *n
+	case nUpdate:
+		switch s.cur.kind {
+		case nAdd: // still an add, of the newest state
+			s.cur.new = n.new
+		case nUpdate: // one update from the oldest unseen state to the newest
+			s.cur.new = n.new
+			s.cur.sync = s.cur.sync && n.sync
+		default:
+			s.cur = *n
+		}
+	case nDelete:
+		switch s.cur.kind {
+		case nAdd: // the handler never saw this object: nothing to tell
+			if s.cur.initial {
+				l.initialDone()
+			}
+			s.cur = notification[T]{}
+		default:
+			s.cur = notification[T]{}
+			// Of two deletions keep the first, the state the handler saw,
+			// unless only the second one knows the final state.
+			if s.del.kind == 0 || s.del.unknown && !n.unknown {
+				s.del = *n
+			}
+		}
+	}
+	if s.count() == 0 {
+		delete(c.byKey, n.key) // its key stays in order and is skipped
+	}
+	return s.count() - before
+}
+
+func (s *pendingState[T]) count() int {
+	n := 0
+	if s.del.kind != 0 {
+		n++
+	}
+	if s.cur.kind != 0 {
+		n++
+	}
+	return n
+}
+
+// drainTo moves every pending notification to dst, in order.
+func (c *coalescer[T]) drainTo(dst *deque.Deque[notification[T]]) {
+	for c.order.Len() > 0 {
+		key, _ := c.order.PopFront()
+		s, ok := c.byKey[key]
+		if !ok {
+			continue
+		}
+		delete(c.byKey, key)
+		if s.del.kind != 0 {
+			dst.PushBack(s.del)
+		}
+		if s.cur.kind != 0 {
+			dst.PushBack(s.cur)
+		}
+	}
+}

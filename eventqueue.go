@@ -1,0 +1,159 @@
+package informer
+
+import (
+	"github.com/typedkube/informer/internal/deque"
+)
+
+// eventKind is what an event tells the informer to do.
+type eventKind uint8
+
+const (
+	evAdd eventKind = iota + 1
+	evUpdate
+	evDelete
+	evReplace  // a relist: the whole new state, applied at once
+	evResync   // deliver the cache to handlers whose resync is due
+	evBookmark // the watch reached a resource version
+)
+
+// event is one entry of an eventQueue.
+type event[T any] struct {
+	kind eventKind
+	key  string // evAdd, evUpdate, evDelete
+	obj  T      // evAdd, evUpdate, evDelete
+	list []T    // evReplace
+	keys []string
+	rv   string // evReplace, evBookmark
+}
+
+// eventQueue is the informer's default queue. Unlike a DeltaFIFO it does not
+// merge changes per key: it keeps every change in the order the watch
+// delivered it, across keys, and queues a relist as one event that the
+// informer applies at once (client-go's RealFIFO with atomic events, its
+// default since 1.36). It implements ReflectorStore with its optional Resync
+// and Bookmark methods.
+//
+// Keys and transforms are computed before the queue is locked.
+type eventQueue[T any] struct {
+	keyFunc   KeyFunc[T]
+	transform TransformFunc[T] // set before the informer starts, read-only after
+
+	syncState // its mu guards events
+	events    deque.Deque[event[T]]
+}
+
+func newEventQueue[T any](keyFunc KeyFunc[T], transform TransformFunc[T]) *eventQueue[T] {
+	q := &eventQueue[T]{keyFunc: keyFunc, transform: transform}
+	q.init()
+	return q
+}
+
+func (q *eventQueue[T]) Add(obj T) error    { return q.change(evAdd, obj) }
+func (q *eventQueue[T]) Update(obj T) error { return q.change(evUpdate, obj) }
+func (q *eventQueue[T]) Delete(obj T) error { return q.change(evDelete, obj) }
+
+func (q *eventQueue[T]) change(kind eventKind, obj T) error {
+	key, err := keyOf(q.keyFunc, obj)
+	if err != nil {
+		return err
+	}
+	if obj, err = transformed(q.transform, key, obj); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.touchLocked()
+	q.pushLocked(event[T]{kind: kind, key: key, obj: obj})
+	return nil
+}
+
+// Replace queues the new state as one event. It takes ownership of list,
+// which it transforms in place. On error nothing is queued.
+func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
+	keys := make([]string, len(list))
+	for i, obj := range list {
+		key, err := keyOf(q.keyFunc, obj)
+		if err != nil {
+			return err
+		}
+		keys[i] = key
+	}
+	if q.transform != nil {
+		out := make([]T, len(list))
+		for i, obj := range list {
+			var err error
+			if out[i], err = transformed(q.transform, keys[i], obj); err != nil {
+				return err
+			}
+		}
+		list = out
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pushLocked(event[T]{kind: evReplace, list: list, keys: keys, rv: resourceVersion})
+	q.replacedLocked(q.events.Len())
+	return nil
+}
+
+// Resync queues a resync of the handlers whose resync period is due.
+func (q *eventQueue[T]) Resync() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pushLocked(event[T]{kind: evResync})
+	return nil
+}
+
+// Bookmark queues the resource version the watch reached.
+func (q *eventQueue[T]) Bookmark(resourceVersion string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pushLocked(event[T]{kind: evBookmark, rv: resourceVersion})
+}
+
+func (q *eventQueue[T]) pushLocked(e event[T]) {
+	q.events.PushBack(e)
+	q.cond.Signal() // one consumer
+}
+
+// pop waits for events and moves up to max of them to dst. A batch never
+// mixes events of the initial population with later ones, so initial tells
+// whether the whole batch is part of the initial list. After applying the
+// batch, the caller calls processed with its length. pop returns ok false
+// once the queue is closed and empty.
+func (q *eventQueue[T]) pop(dst []event[T], max int) (batch []event[T], initial, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.events.Len() == 0 {
+		if q.closed {
+			return dst, false, false
+		}
+		q.cond.Wait()
+	}
+	initial = !q.synced
+	n := q.events.Len()
+	if q.initial > 0 {
+		n = min(n, q.initial)
+	}
+	for range min(n, max) {
+		e, _ := q.events.PopFront()
+		dst = append(dst, e)
+	}
+	return dst, initial, true
+}
+
+// processed records that n popped events were applied, and reports whether
+// the queue has synced.
+func (q *eventQueue[T]) processed(n int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.initial -= min(n, q.initial)
+	q.checkLocked()
+	return q.synced
+}
+
+// Len returns the number of queued events.
+func (q *eventQueue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.events.Len()
+}

@@ -1,0 +1,283 @@
+package informer
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/typedkube/informer/internal/deque"
+)
+
+// notifyKind is the handler method a notification calls.
+type notifyKind uint8
+
+const (
+	nAdd notifyKind = iota + 1
+	nUpdate
+	nDelete
+)
+
+// notification is one call to make on a handler.
+type notification[T Object] struct {
+	kind    notifyKind
+	sync    bool // an update with an unchanged resource version: only for handlers due a resync
+	initial bool // nAdd: part of the initial list
+	unknown bool // nDelete: the final state is unknown
+	key     string
+	old     T // nUpdate: the previous state; nDelete: the deleted object
+	new     T // nAdd, nUpdate
+}
+
+// HandlerOptions configures one event handler.
+type HandlerOptions struct {
+	// Name identifies the handler in logs and panic reports. Default: its
+	// Go type.
+	Name string
+	// ResyncPeriod, if positive, makes the informer call OnUpdate(obj, obj)
+	// for every cached object every ResyncPeriod (at least one second, and
+	// no shorter than the informer's resync check period once it runs).
+	// Zero uses the informer's DefaultResyncPeriod; negative disables
+	// resync for this handler.
+	ResyncPeriod time.Duration
+	// Coalesce bounds the memory a slow handler can make the informer hold:
+	// instead of queueing every notification, it keeps at most the pending
+	// state of each object (latest state wins; OnUpdate gets the oldest
+	// state the handler has not seen as its old object; an add followed by
+	// a delete cancels out). Notifications for different objects may then
+	// be delivered in a different order than they happened. Default false:
+	// every notification is delivered, in order, and a stalled handler's
+	// buffer grows without bound (see Registration.Pending).
+	Coalesce bool
+}
+
+// Registration is a handler added to an informer.
+type Registration[T Object] struct {
+	l *listener[T]
+}
+
+// HasSynced reports whether the informer has synced and this handler has
+// returned from OnAdd for every object of the initial list it was given.
+func (r *Registration[T]) HasSynced() bool {
+	select {
+	case <-r.l.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// Synced returns a channel closed once HasSynced is true.
+func (r *Registration[T]) Synced() <-chan struct{} { return r.l.synced }
+
+// Pending returns the number of notifications waiting for the handler.
+func (r *Registration[T]) Pending() int { return int(r.l.depth.Load()) }
+
+// Panics returns the number of calls of the handler that panicked.
+func (r *Registration[T]) Panics() int64 { return r.l.panics.Load() }
+
+// Done returns a channel closed once the handler will not be called again:
+// it was removed, or the informer stopped, and its last call returned.
+func (r *Registration[T]) Done() <-chan struct{} { return r.l.done }
+
+// Name returns the handler's name.
+func (r *Registration[T]) Name() string { return r.l.name }
+
+// listener delivers notifications to one handler from its own goroutine.
+type listener[T Object] struct {
+	handler  ResourceEventHandler[T]
+	name     string
+	coalesce bool
+	onPanic  func(ctx context.Context, handler string, recovered any)
+
+	// requestedResync is what the handler asked for; resync the period in
+	// force; nextResync and resyncDue are guarded by the informer's resyncMu.
+	requestedResync time.Duration
+	resync          time.Duration
+	nextResync      time.Time
+	resyncDue       atomic.Bool
+
+	mu       sync.Mutex // guards the fields below
+	pending  deque.Deque[notification[T]]
+	spare    deque.Deque[notification[T]] // the batch being delivered; only run touches it outside mu
+	merged   *coalescer[T]                // non-nil in Coalesce mode, instead of pending
+	replay   []entry[T]                   // cache contents for a handler added while running
+	stopping bool                         // no more notifications are accepted
+	drain    bool                         // deliver what is pending before stopping
+
+	wake chan struct{} // capacity 1: something is pending, or stop was asked
+	done chan struct{} // closed when the goroutine has exited
+
+	depth  atomic.Int64
+	panics atomic.Int64
+
+	// Sync tracking: initialPending counts initial-list adds queued but
+	// not yet handled; synced is closed once the informer has synced and
+	// initialPending is zero.
+	initialPending atomic.Int64
+	informerSynced atomic.Bool
+	synced         chan struct{}
+	syncedOnce     sync.Once
+}
+
+func newListener[T Object](h ResourceEventHandler[T], opts HandlerOptions, onPanic func(context.Context, string, any)) *listener[T] {
+	l := &listener[T]{
+		handler:  h,
+		name:     opts.Name,
+		coalesce: opts.Coalesce,
+		onPanic:  onPanic,
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		synced:   make(chan struct{}),
+	}
+	if l.name == "" {
+		l.name = handlerName(h)
+	}
+	if opts.Coalesce {
+		l.merged = newCoalescer[T]()
+	}
+	return l
+}
+
+// push queues notifications for the handler. It never blocks on the
+// handler. Notifications marked sync are kept only when a resync is due.
+func (l *listener[T]) push(ns []notification[T]) {
+	due := l.resyncDue.Load()
+	l.mu.Lock()
+	if l.stopping {
+		l.mu.Unlock()
+		return
+	}
+	added := 0
+	for i := range ns {
+		n := &ns[i]
+		if n.sync && !due {
+			continue
+		}
+		if n.kind == nAdd && n.initial {
+			l.initialPending.Add(1)
+		}
+		if l.merged != nil {
+			added += l.merged.add(n, l)
+		} else {
+			l.pending.PushBack(*n)
+			added++
+		}
+	}
+	l.mu.Unlock()
+	if added != 0 {
+		l.depth.Add(int64(added))
+		l.kick()
+	}
+}
+
+func (l *listener[T]) kick() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop makes the handler receive nothing more. With drain, notifications
+// already pending are delivered first.
+func (l *listener[T]) stop(drain bool) {
+	l.mu.Lock()
+	l.stopping, l.drain = true, drain
+	l.mu.Unlock()
+	l.kick()
+}
+
+// run calls the handler until stop; it replays the cache contents first if
+// the handler was added while the informer ran.
+func (l *listener[T]) run(ctx context.Context) {
+	defer close(l.done)
+	for {
+		<-l.wake
+		for {
+			batch, stopping, drain := l.take()
+			if stopping && !drain {
+				return
+			}
+			if batch == nil {
+				if stopping {
+					return
+				}
+				break
+			}
+			for i := range batch.Len() {
+				l.call(ctx, batch.At(i))
+			}
+			l.depth.Add(-int64(batch.Len()))
+			batch.Clear() // only this goroutine touches spare outside take
+
+		}
+	}
+}
+
+// take returns the pending notifications, swapping buffers so that push can
+// go on while the handler runs; nil when nothing is pending.
+func (l *listener[T]) take() (batch *deque.Deque[notification[T]], stopping, drain bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.replay != nil: // the cache contents come before what followed
+		for _, e := range l.replay {
+			l.spare.PushBack(notification[T]{kind: nAdd, initial: true, key: e.key, new: e.obj})
+		}
+		l.replay = nil
+		if l.merged != nil {
+			l.merged.drainTo(&l.spare)
+		}
+		for i := range l.pending.Len() {
+			l.spare.PushBack(l.pending.At(i))
+		}
+		l.pending.Clear()
+	case l.merged != nil:
+		l.merged.drainTo(&l.spare)
+	default:
+		// spare is empty: the goroutine cleared it after the last batch.
+		l.pending, l.spare = l.spare, l.pending
+	}
+	if l.spare.Len() == 0 {
+		return nil, l.stopping, l.drain
+	}
+	return &l.spare, l.stopping, l.drain
+}
+
+// call runs one handler method, containing a panic.
+func (l *listener[T]) call(ctx context.Context, n notification[T]) {
+	defer func() {
+		if n.kind == nAdd && n.initial {
+			l.initialDone()
+		}
+		if r := recover(); r != nil {
+			l.panics.Add(1)
+			l.onPanic(ctx, l.name, r)
+		}
+	}()
+	switch n.kind {
+	case nAdd:
+		l.handler.OnAdd(n.new, n.initial)
+	case nUpdate:
+		l.handler.OnUpdate(n.old, n.new)
+	case nDelete:
+		l.handler.OnDelete(DeletedObject[T]{Obj: n.old, Key: n.key, FinalStateUnknown: n.unknown})
+	}
+}
+
+// initialDone records that an initial-list add was handled or dropped.
+func (l *listener[T]) initialDone() {
+	if l.initialPending.Add(-1) == 0 && l.informerSynced.Load() {
+		l.markSynced()
+	}
+}
+
+// informerHasSynced records that the informer has synced.
+func (l *listener[T]) informerHasSynced() {
+	l.informerSynced.Store(true)
+	if l.initialPending.Load() == 0 {
+		l.markSynced()
+	}
+}
+
+func (l *listener[T]) markSynced() { l.syncedOnce.Do(func() { close(l.synced) }) }
