@@ -425,10 +425,10 @@ func (r *Reflector[T]) watchTimeout() *int64 {
 }
 
 // synced records that the store now reflects resourceVersion and tells the
-// store, if it listens for bookmarks.
+// store, if it listens for bookmarks and there is a resource version.
 func (r *Reflector[T]) synced(resourceVersion string) {
 	r.setLastSyncRV(resourceVersion)
-	if r.bookmarker != nil {
+	if r.bookmarker != nil && resourceVersion != "" {
 		r.bookmarker.Bookmark(resourceVersion)
 	}
 }

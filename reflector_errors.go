@@ -67,11 +67,14 @@ func (e *EventError) Unwrap() error { return e.Err }
 // describe names obj by type, and by namespace and name when it has them,
 // without printing it whole.
 func describe(obj runtime.Object) string {
-	if obj == nil || isNil(obj) {
-		return fmt.Sprintf("nil %T", obj)
+	switch {
+	case obj == nil:
+		return "no object"
+	case isNil(obj):
+		return fmt.Sprintf("a nil %T", obj)
 	}
 	m, ok := obj.(metav1.Object)
-	if !ok {
+	if !ok || m.GetName() == "" {
 		return fmt.Sprintf("a %T", obj)
 	}
 	if ns := m.GetNamespace(); ns != "" {
