@@ -154,10 +154,14 @@ func TestReflectorRunStopsPromptly(t *testing.T) {
 		opts ReflectorOptions
 	}{
 		"in List": {lw: funcLW{
-			ListFunc: func(ctx context.Context, _ metav1.ListOptions) (*ListPage[*corev1.Pod], error) { return nil, block(ctx) },
+			ListFunc: func(ctx context.Context, _ metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+				return nil, block(ctx)
+			},
 		}, opts: ReflectorOptions{WatchList: WatchListOff}},
 		"in the backoff after a failed list": {lw: funcLW{
-			ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) { return nil, errors.New("no") },
+			ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+				return nil, errors.New("no")
+			},
 		}, opts: ReflectorOptions{WatchList: WatchListOff}},
 		"in Watch": {lw: funcLW{ListFunc: listOK,
 			WatchFunc: func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) { return nil, block(ctx) },
