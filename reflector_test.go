@@ -1,0 +1,400 @@
+package informer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+
+	"github.com/typedkube/informer/internal/testobj"
+)
+
+func podStore() *Store[*corev1.Pod] { return NewStore(MetaNamespaceKeyFunc[*corev1.Pod]) }
+
+// funcLW is a ListerWatcher[*corev1.Pod] made of functions.
+type funcLW = ListWatchFuncs[*corev1.Pod]
+
+func TestNewReflectorOptions(t *testing.T) {
+	lw := funcLW{}
+	for name, tc := range map[string]struct {
+		lw    ListerWatcher[*corev1.Pod]
+		store ReflectorStore[*corev1.Pod]
+		opts  ReflectorOptions
+	}{
+		"nil ListerWatcher":          {lw: nil, store: podStore()},
+		"nil pointer ListerWatcher":  {lw: (*fakeLW)(nil), store: podStore()},
+		"nil store":                  {lw: lw, store: nil},
+		"nil pointer store":          {lw: lw, store: (*Store[*corev1.Pod])(nil)},
+		"negative resync":            {lw: lw, store: NewFIFO(MetaNamespaceKeyFunc[*corev1.Pod]), opts: ReflectorOptions{ResyncPeriod: -time.Second}},
+		"resync without Resync":      {lw: lw, store: podStore(), opts: ReflectorOptions{ResyncPeriod: time.Minute}},
+		"watch timeout under 1s":     {lw: lw, store: podStore(), opts: ReflectorOptions{MinWatchTimeout: time.Millisecond}},
+		"negative internal retry":    {lw: lw, store: podStore(), opts: ReflectorOptions{InternalErrorRetry: -1}},
+		"unknown watch-list mode":    {lw: lw, store: podStore(), opts: ReflectorOptions{WatchList: WatchListOff + 1}},
+		"negative backoff":           {lw: lw, store: podStore(), opts: ReflectorOptions{Backoff: Backoff{Initial: -1}}},
+		"backoff max under initial":  {lw: lw, store: podStore(), opts: ReflectorOptions{Backoff: Backoff{Initial: time.Minute, Max: time.Second}}},
+		"backoff factor under 1":     {lw: lw, store: podStore(), opts: ReflectorOptions{Backoff: Backoff{Factor: 0.5}}},
+		"watch-list on, unsupported": {lw: WithoutWatchList[*corev1.Pod](lw), store: podStore(), opts: ReflectorOptions{WatchList: WatchListOn}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := NewReflector(tc.lw, tc.store, tc.opts)
+			if !errors.Is(err, ErrInvalidOptions) || r != nil {
+				t.Errorf("got %v, %v; want ErrInvalidOptions", r, err)
+			}
+		})
+	}
+}
+
+func TestNewReflectorDefaults(t *testing.T) {
+	r, err := NewReflector[*corev1.Pod](funcLW{}, podStore(), ReflectorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Backoff{Initial: 800 * time.Millisecond, Max: 30 * time.Second, Factor: 2, Jitter: 1, ResetAfter: 2 * time.Minute}
+	if diff := cmp.Diff(want, r.backoff.Backoff); diff != "" {
+		t.Errorf("backoff (-want +got):\n%s", diff)
+	}
+	if r.name != "*v1.Pod" || r.minWatch != 5*time.Minute || r.watchList != WatchListAuto || r.pageSize != 0 {
+		t.Errorf("name %q, min watch timeout %v, watch-list %v, page size %d", r.name, r.minWatch, r.watchList, r.pageSize)
+	}
+	if r.pageLimit("0") != 500 || r.pageLimit("") != 500 || r.pageLimit("12") != 0 {
+		t.Errorf("page limits at 0, \"\", 12: %d %d %d; want 500 500 0", r.pageLimit("0"), r.pageLimit(""), r.pageLimit("12"))
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b, err := Backoff{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bo := backoff{Backoff: b}
+	now := time.Unix(0, 0)
+	next := func(random float64) time.Duration {
+		d := bo.next(now, func() float64 { return random })
+		now = now.Add(d) // the next failure comes right after the delay
+		return d
+	}
+	var got []time.Duration
+	for range 8 {
+		got = append(got, next(0))
+	}
+	ms := time.Millisecond
+	want := []time.Duration{800 * ms, 1600 * ms, 3200 * ms, 6400 * ms, 12800 * ms, 25600 * ms, 30000 * ms, 30000 * ms}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("delays without jitter (-want +got):\n%s", diff)
+	}
+	if d := next(0.5); d != 45*time.Second {
+		t.Errorf("a capped delay with jitter 0.5 is %v, want 45s", d)
+	}
+	// A quiet period: the next failure comes ResetAfter after the last
+	// delay ended, and the sequence starts again.
+	now = now.Add(2*time.Minute + time.Nanosecond)
+	if d := next(0); d != 800*ms {
+		t.Errorf("after a quiet period the delay is %v, want 800ms", d)
+	}
+	now = now.Add(2 * time.Minute)
+	if d := next(0); d != 1600*ms {
+		t.Errorf("after exactly ResetAfter the delay is %v, want 1.6s (no reset)", d)
+	}
+	noJitter, _ := Backoff{Jitter: -1}.withDefaults()
+	bo = backoff{Backoff: noJitter}
+	if d := bo.next(now, func() float64 { return 0.9 }); d != 800*ms {
+		t.Errorf("with jitter off the delay is %v, want 800ms", d)
+	}
+}
+
+func TestWatchTimeout(t *testing.T) {
+	for _, min := range []time.Duration{0, time.Minute, 7 * time.Minute} {
+		r, err := NewReflector[*corev1.Pod](funcLW{}, podStore(), ReflectorOptions{MinWatchTimeout: min})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if min == 0 {
+			min = 5 * time.Minute
+		}
+		lo, hi := int64(min/time.Second), int64(2*min/time.Second)
+		r.random = func() float64 { return 0 }
+		if got := *r.watchTimeout(); got != lo {
+			t.Errorf("min %v: lowest timeout %ds, want %ds", min, got, lo)
+		}
+		r.random = func() float64 { return 0.9999999 }
+		if got := *r.watchTimeout(); got != hi-1 && got != hi {
+			t.Errorf("min %v: highest timeout %ds, want about %ds", min, got, hi)
+		}
+	}
+}
+
+// TestReflectorRunStopsPromptly cancels a running Reflector in each place
+// it can wait, and checks that Run returns nil at once (no fake time
+// passes) and that every goroutine it started has ended (synctest.Test
+// fails otherwise).
+func TestReflectorRunStopsPromptly(t *testing.T) {
+	block := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	page := &ListPage[*corev1.Pod]{Items: []*corev1.Pod{testobj.Pod("ns", "a", "1")}}
+	page.ResourceVersion = "1"
+	listOK := func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) { return page, nil }
+	hang := func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil }
+	for name, tc := range map[string]struct {
+		lw   funcLW
+		opts ReflectorOptions
+	}{
+		"in List": {lw: funcLW{
+			ListFunc: func(ctx context.Context, _ metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+				return nil, block(ctx)
+			},
+		}, opts: ReflectorOptions{WatchList: WatchListOff}},
+		"in the backoff after a failed list": {lw: funcLW{
+			ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+				return nil, errors.New("no")
+			},
+		}, opts: ReflectorOptions{WatchList: WatchListOff}},
+		"in Watch": {lw: funcLW{ListFunc: listOK,
+			WatchFunc: func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) { return nil, block(ctx) },
+		}, opts: ReflectorOptions{WatchList: WatchListOff}},
+		"in the backoff after a 429": {lw: funcLW{ListFunc: listOK,
+			WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+				return nil, apierrors.NewTooManyRequests("slow down", 1)
+			},
+		}, opts: ReflectorOptions{WatchList: WatchListOff}},
+		"watching, with a resync timer": {lw: funcLW{ListFunc: listOK, WatchFunc: hang},
+			opts: ReflectorOptions{WatchList: WatchListOff, ResyncPeriod: time.Hour}},
+		"collecting a watch-list stream": {lw: funcLW{WatchFunc: hang}, opts: ReflectorOptions{WatchList: WatchListOn}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logr.Discard()))
+				r, err := NewReflector(tc.lw, NewFIFO(MetaNamespaceKeyFunc[*corev1.Pod]), tc.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error)
+				go func() { done <- r.Run(ctx) }()
+				time.Sleep(time.Second) // fake time: let it reach its wait
+				synctest.Wait()
+				start := time.Now()
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run returned %v", err)
+				}
+				if d := time.Since(start); d != 0 {
+					t.Errorf("Run took %v to return", d)
+				}
+			})
+		})
+	}
+}
+
+func TestReflectorAlreadyRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := funcLW{ListFunc: func(ctx context.Context, _ metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+		r, err := NewReflector(lw, podStore(), ReflectorOptions{WatchList: WatchListOff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		synctest.Wait()
+		if err := r.Run(ctx); !errors.Is(err, ErrAlreadyRunning) {
+			t.Errorf("a second Run returned %v, want ErrAlreadyRunning", err)
+		}
+		cancel()
+		<-done
+		// Once stopped, it can run again.
+		ctx, cancel = context.WithCancel(t.Context())
+		go func() { done <- r.Run(ctx) }()
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run after Run returned %v", err)
+		}
+	})
+}
+
+// flakyStore is a Store whose writes fail for the objects named in fail.
+type flakyStore struct {
+	*Store[*corev1.Pod]
+	fail      map[string]error
+	resyncErr error
+}
+
+func (s *flakyStore) Add(p *corev1.Pod) error {
+	if err := s.fail[p.Name]; err != nil {
+		return err
+	}
+	return s.Store.Add(p)
+}
+
+func (s *flakyStore) Replace(list []*corev1.Pod, rv string) error {
+	for _, p := range list {
+		if err := s.fail[p.Name]; err != nil {
+			return err
+		}
+	}
+	return s.Store.Replace(list, rv)
+}
+
+func (s *flakyStore) Resync() error { return s.resyncErr }
+
+// oneWatch is a ListerWatcher that lists page and then serves one watch
+// with events; later watches hang.
+func oneWatch(page *ListPage[*corev1.Pod], events ...watch.Event) (funcLW, *atomic.Int32) {
+	var lists atomic.Int32
+	var watches atomic.Int32
+	return funcLW{
+		ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+			lists.Add(1)
+			return page, nil
+		},
+		WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			w := watch.NewFakeWithChanSize(len(events), false)
+			if watches.Add(1) == 1 {
+				for _, ev := range events {
+					w.Action(ev.Type, ev.Object)
+				}
+			}
+			return w, nil
+		},
+	}, &lists
+}
+
+func TestReflectorStoreErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		page := &ListPage[*corev1.Pod]{}
+		page.ResourceVersion = "1"
+		lw, _ := oneWatch(page,
+			watch.Event{Type: watch.Added, Object: testobj.Pod("ns", "bad", "2")},
+			watch.Event{Type: watch.Added, Object: testobj.Pod("ns", "good", "3")},
+		)
+		store := &flakyStore{Store: podStore(), fail: map[string]error{"bad": errors.New("disk full")}}
+		var reported []error
+		r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOff,
+			WatchErrorHandler: func(_ context.Context, err error) { reported = append(reported, err) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		synctest.Wait()
+		cancel()
+		<-done
+		var ee *EventError
+		if len(reported) != 1 || !errors.As(reported[0], &ee) || ee.Type != watch.Added || ee.Err.Error() != "disk full" {
+			t.Errorf("reported %v, want one *EventError for the ADDED bad", reported)
+		}
+		if got := storeContents(store.List()); got != "good@3" {
+			t.Errorf("store holds %q, want good@3: the watch goes on past a failed write", got)
+		}
+		if rv := r.LastSyncResourceVersion(); rv != "3" {
+			t.Errorf("last sync resource version %q, want 3", rv)
+		}
+	})
+}
+
+// TestReflectorStoreClosed checks that Run returns, with the error, when
+// the store says it is closed, from a watch event or from a list.
+func TestReflectorStoreClosed(t *testing.T) {
+	closed := fmt.Errorf("the consumer left: %w", ErrClosed)
+	for name, page := range map[string]*ListPage[*corev1.Pod]{
+		"list":  {Items: []*corev1.Pod{testobj.Pod("ns", "closed", "1")}},
+		"watch": {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw, _ := oneWatch(page, watch.Event{Type: watch.Added, Object: testobj.Pod("ns", "closed", "2")})
+				store := &flakyStore{Store: podStore(), fail: map[string]error{"closed": closed}}
+				r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOff})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.Run(t.Context()); !errors.Is(err, ErrClosed) {
+					t.Errorf("Run returned %v, want ErrClosed", err)
+				}
+			})
+		})
+	}
+}
+
+func TestReflectorResyncError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, lists := oneWatch(&ListPage[*corev1.Pod]{})
+		store := &flakyStore{Store: podStore(), resyncErr: errors.New("cannot resync")}
+		var reported []string
+		r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOff, ResyncPeriod: time.Minute,
+			WatchErrorHandler: func(_ context.Context, err error) { reported = append(reported, err.Error()) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		time.Sleep(time.Minute + 5*time.Second)
+		synctest.Wait()
+		cancel()
+		<-done
+		if want := []string{"informer: resync: cannot resync"}; !slices.Equal(reported, want) {
+			t.Errorf("reported %q, want %q", reported, want)
+		}
+		if n := lists.Load(); n != 2 {
+			t.Errorf("%d lists, want 2: a failed resync ends the round", n)
+		}
+	})
+}
+
+func TestErrorClassification(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("informer: watch: %w", err) }
+	for _, kind := range []string{"expired", "gone", "toolarge", "toolarge-old", "429", "refused", "internal", "invalid", "forbidden", "eof", "other"} {
+		err, _ := scriptError(kind)
+		got := []bool{isExpiredError(wrap(err)), isTooLargeResourceVersionError(wrap(err)), isRetriableWatchError(wrap(err))}
+		want := []bool{kind == "expired" || kind == "gone", strings.HasPrefix(kind, "toolarge"), kind == "429" || kind == "refused"}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: expired, too large, retriable = %v, want %v", kind, got, want)
+		}
+	}
+}
+
+func TestDefaultWatchErrorHandler(t *testing.T) {
+	expired, _ := scriptError("expired")
+	tooMany, _ := scriptError("429")
+	for _, tc := range []struct {
+		err  error
+		want string // the start of the log line, "" for none
+	}{
+		{io.EOF, ""},
+		{fmt.Errorf("informer: watch: %w", expired), `"level"=4 "msg"="Watch closed"`},
+		{fmt.Errorf("%w: %w", ErrWatchListFallback, errors.New("x")), `"level"=4 "msg"="Watch closed"`},
+		{fmt.Errorf("%w: %w", ErrContinueExpired, expired), `"level"=4 "msg"="Watch closed"`},
+		{fmt.Errorf("informer: watch: %w", tooMany), `"level"=2 "msg"="Watch refused, backing off"`},
+		{fmt.Errorf("informer: watch: %w", io.ErrUnexpectedEOF), `"level"=1 "msg"="Watch closed with unexpected EOF"`},
+		{errors.New("boom"), `"msg"="Failed to watch" "error"="boom"`},
+	} {
+		var buf bytes.Buffer
+		logger := funcr.New(func(prefix, args string) { fmt.Fprintln(&buf, args) }, funcr.Options{Verbosity: 10, LogInfoLevel: ptrTo("level")})
+		DefaultWatchErrorHandler(klog.NewContext(t.Context(), logger), tc.err)
+		got := buf.String()
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%v: logged %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

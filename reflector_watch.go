@@ -1,0 +1,236 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// errNilWatch reports a Watch that returned neither a watcher nor an error.
+var errNilWatch = errors.New("informer: Watch returned no watcher and no error")
+
+// watch applies watch events to the store, starting with w if it is not
+// nil (a watch-list stream past its initial events) and then with watches
+// from the last synced resource version. A watch that ends normally (the
+// server's timeout) is followed by the next at once; one refused with 429
+// or a refused connection, after a backoff; one ended by an internal error,
+// at once while InternalErrorRetry allows. Any other failure ends the round
+// and is returned, so that Run lists again. It returns nil when ctx ends.
+func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resyncErr <-chan error) error {
+	retry := retryWindow{window: r.internalErr}
+	for {
+		if ctx.Err() != nil {
+			if w != nil {
+				w.Stop()
+			}
+			return nil
+		}
+		// Time the watch from before the request: some proxies send no
+		// headers before the first event.
+		start := r.clock.Now()
+		// A watch from a resource version replays nothing, so every event
+		// moves the resource version on. One from "" or "0" starts with
+		// synthetic ADDED events in no particular order: the resource
+		// version moves only once another kind of event has come.
+		fromRV := true
+		if w == nil {
+			rv := r.LastSyncResourceVersion()
+			fromRV = rv != "" && rv != "0"
+			var err error
+			w, err = r.lw.Watch(ctx, metav1.ListOptions{
+				ResourceVersion:     rv,
+				TimeoutSeconds:      r.watchTimeout(),
+				AllowWatchBookmarks: true,
+			})
+			if err == nil && w == nil {
+				err = errNilWatch
+			}
+			if err != nil {
+				err = fmt.Errorf("informer: watch %s: %w", r.typeName, err)
+				if ctx.Err() != nil {
+					return nil
+				}
+				if !isRetriableWatchError(err) {
+					return err
+				}
+				r.report(ctx, err)
+				if !r.sleep(ctx, r.backoff.next(r.clock.Now(), r.random)) {
+					return nil
+				}
+				continue
+			}
+		}
+		err := r.handleWatch(ctx, w, start, fromRV, resyncErr)
+		w = nil
+		now := r.clock.Now()
+		retry.record(err, now)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrClosed):
+			return err
+		case apierrors.IsTooManyRequests(err):
+			r.report(ctx, err)
+			if !r.sleep(ctx, r.backoff.next(now, r.random)) {
+				return nil
+			}
+		case apierrors.IsInternalError(err) && retry.allow(now):
+			r.report(ctx, err)
+		default:
+			return err
+		}
+	}
+}
+
+// handleWatch applies the events of w to the store until w closes, an
+// ERROR event comes, the resync goroutine fails or ctx ends, and stops w.
+// It returns nil when w closed normally.
+//
+// This is the hot path of a running Reflector: per event it does a
+// non-blocking receive, a type assertion, the store write and two
+// non-blocking checks; it publishes the resource version when it is about
+// to wait for the next event rather than after each one.
+func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start time.Time, fromRV bool, resyncErr <-chan error) error {
+	defer w.Stop()
+	ch := w.ResultChan()
+	done := ctx.Done()
+	var (
+		rv         string // resource version reached, not yet published
+		unsaved    bool   // rv is ahead of lastSyncRV
+		pastAdded  = fromRV
+		applied    int
+		stopReason error
+	)
+	defer func() {
+		if unsaved {
+			r.setLastSyncRV(rv)
+		}
+	}()
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case ev, ok = <-ch:
+		default:
+			if unsaved {
+				r.setLastSyncRV(rv)
+				unsaved = false
+			}
+			select {
+			case ev, ok = <-ch:
+			case <-done:
+				return ctx.Err()
+			case err := <-resyncErr:
+				return err
+			}
+		}
+		if !ok {
+			break
+		}
+		select {
+		case <-done:
+			return ctx.Err()
+		default:
+		}
+		select {
+		case err := <-resyncErr:
+			return err
+		default:
+		}
+		if ev.Type == watch.Error {
+			stopReason = errorEventError(ev)
+			break
+		}
+		obj, ok := ev.Object.(T)
+		if !ok || isNil(obj) {
+			r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnexpectedObject})
+			continue
+		}
+		objRV := obj.GetResourceVersion()
+		var err error
+		switch ev.Type {
+		case watch.Added:
+			err = r.store.Add(obj)
+		case watch.Modified:
+			pastAdded = true
+			err = r.store.Update(obj)
+		case watch.Deleted:
+			pastAdded = true
+			err = r.store.Delete(obj)
+		case watch.Bookmark:
+			if objRV == "" {
+				r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrNoResourceVersion})
+				continue
+			}
+			pastAdded = true
+			if r.bookmarker != nil {
+				r.bookmarker.Bookmark(objRV)
+			}
+		default:
+			r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnknownEventType})
+			continue
+		}
+		if err != nil {
+			err = &EventError{Type: ev.Type, Object: ev.Object, Err: err}
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
+			r.report(ctx, err)
+		}
+		applied++
+		// An object without a resource version (only fakes send one)
+		// leaves the last one in place rather than forget it.
+		if pastAdded && objRV != "" {
+			rv, unsaved = objRV, true
+		}
+	}
+	if stopReason != nil {
+		return fmt.Errorf("informer: watch %s: %w", r.typeName, stopReason)
+	}
+	if d := r.clock.Since(start); d < veryShortWatch && applied == 0 {
+		return fmt.Errorf("%w: the watch of %s closed after %v with no event", ErrVeryShortWatch, r.typeName, d)
+	}
+	klog.FromContext(ctx).V(4).Info("Watch closed", "events", applied)
+	return nil
+}
+
+// retryWindow decides whether an internal error that ended a watch is
+// retried without a relist: while such errors keep coming at most
+// internalErrorResetAfter apart, for at most window after the first.
+type retryWindow struct {
+	window      time.Duration // 0: never retry
+	first, last time.Time     // of the current run of internal errors
+}
+
+// record notes how a watch ended.
+func (w *retryWindow) record(err error, now time.Time) {
+	if !apierrors.IsInternalError(err) {
+		return
+	}
+	if now.Sub(w.last) >= internalErrorResetAfter {
+		w.first = time.Time{}
+	}
+	if w.first.IsZero() {
+		w.first = now
+	}
+	w.last = now
+}
+
+// allow reports whether the internal error just recorded is retried.
+func (w *retryWindow) allow(now time.Time) bool {
+	if w.window <= 0 {
+		return false
+	}
+	if now.Sub(w.first) <= w.window {
+		return true
+	}
+	w.first, w.last = time.Time{}, time.Time{}
+	return false
+}
