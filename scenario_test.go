@@ -10,7 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/typedkube/informer/internal/script"
+	scenario "github.com/typedkube/informer/internal/script"
 	"github.com/typedkube/informer/internal/testobj"
 )
 
@@ -24,7 +24,7 @@ func TestScenarios(t *testing.T) {
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
 			w := &world{}
-			script.Run(t, file, w.exec)
+			scenario.Run(t, file, *update, w.exec)
 		})
 	}
 }
@@ -44,9 +44,9 @@ var scenarioIndexes = Indexers[*corev1.Pod]{
 	"tags":         tagsIndex,
 }
 
-// parsePod reads "ns/name@rv:label=value;label=value"; the namespace, the
+// scenarioPod reads "ns/name@rv:label=value;label=value"; the namespace, the
 // resource version and the labels are optional.
-func parsePod(t *testing.T, s string) *corev1.Pod {
+func scenarioPod(t *testing.T, s string) *corev1.Pod {
 	t.Helper()
 	id, labels, _ := strings.Cut(s, ":")
 	id, rv, _ := strings.Cut(id, "@")
@@ -97,12 +97,12 @@ func errLine(err error) string {
 	return ""
 }
 
-func (w *world) exec(t *testing.T, c script.Cmd) string {
+func (w *world) exec(t *testing.T, c scenario.Cmd) string {
 	t.Helper()
 	objs := func() []*corev1.Pod {
 		var out []*corev1.Pod
 		for _, a := range c.Args {
-			out = append(out, parsePod(t, a))
+			out = append(out, scenarioPod(t, a))
 		}
 		return out
 	}

@@ -11,19 +11,17 @@
 //	pop ns/a: Added(ns/a@1)
 //
 // Run executes each command line in order, concatenates what the commands
-// print and compares it with the expected output. With -update, it rewrites
-// the file with the actual output instead, to be reviewed as a diff.
+// print and compares it with the expected output. With update (the test's
+// -update flag), it rewrites the file with the actual output instead, to be
+// reviewed as a diff.
 package script
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite the expected output of scenario scripts")
 
 // Cmd is one command line of a script.
 type Cmd struct {
@@ -60,7 +58,7 @@ type block struct {
 // Run runs the script at path. exec runs one command and returns what it
 // prints (lines ending in "\n", or nothing); a command it does not know
 // should fail the test.
-func Run(t *testing.T, path string, exec func(t *testing.T, c Cmd) string) {
+func Run(t *testing.T, path string, update bool, exec func(t *testing.T, c Cmd) string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -90,13 +88,13 @@ func Run(t *testing.T, path string, exec func(t *testing.T, c Cmd) string) {
 		for _, l := range gotLines {
 			out.WriteString(l + "\n")
 		}
-		if !*update && strings.Join(gotLines, "\n") != strings.Join(b.want, "\n") {
+		if !update && strings.Join(gotLines, "\n") != strings.Join(b.want, "\n") {
 			t.Errorf("%s:%d: output differs\ncommands:\n  %s\ngot:\n  %s\nwant:\n  %s",
 				path, b.cmds[0].Line, strings.Join(b.raw, "\n  "),
 				strings.Join(gotLines, "\n  "), strings.Join(b.want, "\n  "))
 		}
 	}
-	if *update {
+	if update {
 		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
