@@ -1,0 +1,475 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// QueueMode chooses the queue between an informer's Reflector and its cache.
+type QueueMode uint8
+
+const (
+	// QueueInOrder keeps every change in the order the watch delivered it,
+	// across objects, and applies a relist to the cache at once: handlers
+	// see the deletions a relist implies, then its adds and updates.
+	// client-go's default since 1.36 (RealFIFO with atomic events). The
+	// default.
+	QueueInOrder QueueMode = iota
+	// QueueDeltaFIFO merges the changes to each object in a DeltaFIFO,
+	// client-go's default before 1.33.
+	QueueDeltaFIFO
+)
+
+// Errors of the informer's life cycle.
+var (
+	ErrStarted = errors.New("informer: already started")
+	ErrStopped = errors.New("informer: stopped")
+)
+
+// minResyncPeriod is the shortest resync period a handler can have.
+const minResyncPeriod = time.Second
+
+// maxBatch is the most events the informer applies and hands to handlers
+// at once.
+const maxBatch = 1024
+
+// SharedIndexInformerOptions configures a SharedIndexInformer. The zero
+// value is usable: every field documents its default.
+type SharedIndexInformerOptions[T Object] struct {
+	// Name identifies the informer in logs. Default: the Go type of T.
+	Name string
+	// Resource names what T is, such as {Resource: "pods"}, for the
+	// NotFound errors of the Lister. Default: T's Go type name.
+	Resource schema.GroupResource
+	// Indexers are the cache's indexes. NamespaceIndex is always added if
+	// missing, for the Lister.
+	Indexers Indexers[T]
+	// DefaultResyncPeriod is the resync period of handlers added without
+	// one. Default 0: no resync.
+	DefaultResyncPeriod time.Duration
+	// Transform rewrites each object before it is cached, for example to
+	// drop fields the program does not need. It runs holding no lock.
+	// Default: none. See also SetTransform.
+	Transform TransformFunc[T]
+	// Queue chooses the queue. Default QueueInOrder.
+	Queue QueueMode
+	// Reflector configures list and watch (paging, watch-list, backoff,
+	// timeouts, clock). Leave its ResyncPeriod and ShouldResync zero: the
+	// informer sets them from its handlers' resync periods. Its
+	// WatchErrorHandler is also settable with SetWatchErrorHandler.
+	Reflector ReflectorOptions
+	// HandlerPanic is told about a handler call that panicked; the handler
+	// keeps receiving later notifications. Default: log the panic and its
+	// stack through klog.FromContext.
+	HandlerPanic func(ctx context.Context, handler string, recovered any)
+}
+
+// SharedIndexInformer keeps a typed, indexed cache of the objects a
+// ListerWatcher lists and watches, and tells registered handlers about every
+// change. Handlers run on their own goroutines, never under a lock of the
+// informer: a slow handler delays only itself.
+type SharedIndexInformer[T Object] struct {
+	lw      ListerWatcher[T]
+	opts    SharedIndexInformerOptions[T]
+	indexer *Indexer[T]
+	clock   clock.Clock
+
+	mu                sync.Mutex // guards the fields below
+	started, stopped  bool
+	transform         TransformFunc[T]
+	watchErrorHandler func(context.Context, error)
+	reflector         *Reflector[T]
+	checkPeriod       time.Duration // how often the reflector asks whether a handler's resync is due
+	runCtx            context.Context
+	handlers          sync.WaitGroup // the goroutines of the listeners
+	isSynced          bool
+	// listeners is replaced, never modified, so that the processing
+	// goroutine can read it without mu.
+	listeners []*listener[T]
+
+	// procMu is held while a batch of changes is applied to the cache and
+	// handed to the listeners, so that a handler added while running gets a
+	// snapshot of the cache and then exactly the changes that follow it.
+	procMu  sync.Mutex
+	current []*listener[T] // guarded by procMu: the listeners to notify
+
+	resyncMu sync.Mutex // guards the resync schedules of the listeners
+
+	synced chan struct{} // closed once the initial list is in the cache
+}
+
+// NewSharedIndexInformer returns an informer for the objects lw lists and
+// watches. It returns an error for invalid options.
+func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInformerOptions[T]) (*SharedIndexInformer[T], error) {
+	if lw == nil {
+		return nil, errors.New("informer: nil ListerWatcher")
+	}
+	if opts.Queue > QueueDeltaFIFO {
+		return nil, fmt.Errorf("informer: unknown QueueMode %d", opts.Queue)
+	}
+	if opts.DefaultResyncPeriod < 0 {
+		return nil, fmt.Errorf("informer: negative DefaultResyncPeriod %v", opts.DefaultResyncPeriod)
+	}
+	if opts.Reflector.ResyncPeriod != 0 || opts.Reflector.ShouldResync != nil {
+		return nil, errors.New("informer: set resync periods on the informer and its handlers, not on Reflector")
+	}
+	var zero T
+	if opts.Name == "" {
+		opts.Name = fmt.Sprintf("%T", zero)
+	}
+	if opts.Resource.Empty() {
+		opts.Resource = schema.GroupResource{Resource: fmt.Sprintf("%T", zero)}
+	}
+	if opts.HandlerPanic == nil {
+		opts.HandlerPanic = logHandlerPanic
+	}
+	indexers := Indexers[T]{NamespaceIndex: MetaNamespaceIndexFunc[T]}
+	for name, f := range opts.Indexers {
+		if f == nil {
+			return nil, fmt.Errorf("informer: nil IndexFunc for index %q", name)
+		}
+		indexers[name] = f
+	}
+	s := &SharedIndexInformer[T]{
+		lw:                lw,
+		opts:              opts,
+		indexer:           NewIndexer(MetaNamespaceKeyFunc[T], indexers),
+		clock:             opts.Reflector.Clock,
+		transform:         opts.Transform,
+		watchErrorHandler: opts.Reflector.WatchErrorHandler,
+		checkPeriod:       opts.DefaultResyncPeriod,
+		synced:            make(chan struct{}),
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	return s, nil
+}
+
+func logHandlerPanic(ctx context.Context, handler string, recovered any) {
+	klog.FromContext(ctx).Error(fmt.Errorf("panic: %v", recovered), "Event handler panicked",
+		"handler", handler, "stack", string(debug.Stack()))
+}
+
+// SetTransform sets the transform (see SharedIndexInformerOptions.Transform).
+// It fails once the informer has started.
+func (s *SharedIndexInformer[T]) SetTransform(f TransformFunc[T]) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ErrStarted
+	}
+	s.transform = f
+	return nil
+}
+
+// SetWatchErrorHandler sets the function told about list and watch errors
+// (see ReflectorOptions.WatchErrorHandler). It fails once the informer has
+// started.
+func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(ctx context.Context, err error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ErrStarted
+	}
+	s.watchErrorHandler = f
+	return nil
+}
+
+// AddEventHandler registers h, before or after the informer started. A
+// handler added while the informer runs first gets OnAdd(obj, true) for
+// every cached object, then the changes that follow, without holding up
+// the other handlers. It fails once the informer has stopped.
+func (s *SharedIndexInformer[T]) AddEventHandler(h ResourceEventHandler[T], opts ...HandlerOptions) (*Registration[T], error) {
+	if h == nil {
+		return nil, errors.New("informer: nil handler")
+	}
+	var o HandlerOptions
+	if len(opts) > 1 {
+		return nil, errors.New("informer: more than one HandlerOptions")
+	} else if len(opts) == 1 {
+		o = opts[0]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil, ErrStopped
+	}
+	l := newListener(h, o, s.opts.HandlerPanic)
+	s.scheduleResync(l, o.ResyncPeriod)
+	if !s.started {
+		s.listeners = append(slices.Clip(s.listeners), l)
+		return &Registration[T]{l}, nil
+	}
+	s.procMu.Lock()
+	replay := s.indexer.snapshot()
+	l.replay = replay
+	l.initialPending.Store(int64(len(replay)))
+	l.depth.Store(int64(len(replay)))
+	s.listeners = append(slices.Clip(s.listeners), l)
+	s.current = s.listeners
+	s.procMu.Unlock()
+	if s.isSynced {
+		l.informerHasSynced()
+	}
+	s.handlers.Go(func() { l.run(s.runCtx) })
+	l.kick()
+	return &Registration[T]{l}, nil
+}
+
+// scheduleResync sets the resync period of l as client-go does: at least a
+// second, and, once the informer runs, no shorter than its check period; a
+// handler added before it runs may shorten the check period instead. The
+// caller holds mu.
+func (s *SharedIndexInformer[T]) scheduleResync(l *listener[T], requested time.Duration) {
+	switch {
+	case requested == 0:
+		requested = s.opts.DefaultResyncPeriod
+	case requested < 0:
+		requested = 0
+	}
+	if requested > 0 {
+		requested = max(requested, minResyncPeriod)
+		if requested < s.checkPeriod || s.checkPeriod == 0 {
+			if s.started {
+				requested = max(requested, s.checkPeriod)
+			} else {
+				s.checkPeriod = requested
+			}
+		}
+	}
+	s.resyncMu.Lock()
+	defer s.resyncMu.Unlock()
+	l.requestedResync = requested
+	l.resync = effectiveResync(requested, s.checkPeriod)
+	for _, other := range s.listeners {
+		other.resync = effectiveResync(other.requestedResync, s.checkPeriod)
+	}
+	l.nextResync = s.clock.Now().Add(l.resync)
+}
+
+func effectiveResync(requested, check time.Duration) time.Duration {
+	if requested == 0 || check == 0 {
+		return 0
+	}
+	return max(requested, check)
+}
+
+// shouldResync marks the handlers whose resync is due and reports whether
+// there is one. The Reflector asks it before each periodic resync.
+func (s *SharedIndexInformer[T]) shouldResync() bool {
+	s.mu.Lock()
+	listeners := s.listeners
+	s.mu.Unlock()
+	s.resyncMu.Lock()
+	defer s.resyncMu.Unlock()
+	now := s.clock.Now()
+	any := false
+	for _, l := range listeners {
+		due := l.resync > 0 && !now.Before(l.nextResync)
+		l.resyncDue.Store(due)
+		if due {
+			any = true
+			l.nextResync = now.Add(l.resync)
+		}
+	}
+	return any
+}
+
+// RemoveEventHandler stops notifying the handler of r: notifications not
+// yet delivered are dropped. It returns at once; r.Done() tells when the
+// handler's last call has returned.
+func (s *SharedIndexInformer[T]) RemoveEventHandler(r *Registration[T]) error {
+	return s.remove(r, false)
+}
+
+// RemoveEventHandlerAndWait stops sending new notifications to the handler
+// of r, lets it handle those already pending, and waits until it has, or
+// until ctx is done.
+func (s *SharedIndexInformer[T]) RemoveEventHandlerAndWait(ctx context.Context, r *Registration[T]) error {
+	if err := s.remove(r, true); err != nil {
+		return err
+	}
+	select {
+	case <-r.l.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("informer: waiting for handler %s to drain: %w", r.l.name, context.Cause(ctx))
+	}
+}
+
+func (s *SharedIndexInformer[T]) remove(r *Registration[T], drain bool) error {
+	if r == nil {
+		return errors.New("informer: nil Registration")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.Index(s.listeners, r.l)
+	if i < 0 {
+		return nil // removed before, or the informer stopped
+	}
+	s.listeners = slices.Delete(slices.Clone(s.listeners), i, i+1)
+	s.procMu.Lock()
+	s.current = s.listeners
+	s.procMu.Unlock()
+	r.l.stop(drain)
+	if !s.started {
+		close(r.l.done) // its goroutine never started
+	}
+	return nil
+}
+
+// Run lists and watches, keeps the cache and notifies the handlers until
+// ctx is done, then returns once every goroutine it started has ended. A
+// handler call in progress is waited for; notifications not yet delivered
+// are dropped. Run returns ErrStarted if called twice, and otherwise nil
+// unless the Reflector met an error it cannot recover from.
+func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return ErrStarted
+	}
+	s.started = true
+	s.runCtx = ctx
+	ropts := s.opts.Reflector
+	ropts.Name = s.opts.Name
+	ropts.ResyncPeriod = s.checkPeriod
+	ropts.ShouldResync = s.shouldResync
+	ropts.WatchErrorHandler = s.watchErrorHandler
+	ropts.Clock = s.clock
+	var store ReflectorStore[T]
+	var process func(context.Context)
+	var closeQueue func()
+	switch s.opts.Queue {
+	case QueueDeltaFIFO:
+		q := NewDeltaFIFO(DeltaFIFOOptions[T]{
+			KeyFunction:           MetaNamespaceKeyFunc[T],
+			KnownObjects:          s.indexer,
+			EmitDeltaTypeReplaced: true,
+			Transformer:           s.transform,
+		})
+		store, process, closeQueue = q, func(ctx context.Context) { s.processDeltaFIFO(ctx, q) }, q.Close
+	default:
+		q := newEventQueue(MetaNamespaceKeyFunc[T], s.transform)
+		store, process, closeQueue = q, func(ctx context.Context) { s.processEvents(ctx, q) }, q.Close
+	}
+	r, err := NewReflector(s.lw, store, ropts)
+	if err != nil {
+		s.stopped = true
+		s.mu.Unlock()
+		return err
+	}
+	s.reflector = r
+	s.procMu.Lock()
+	s.current = s.listeners
+	s.procMu.Unlock()
+	for _, l := range s.listeners {
+		s.handlers.Go(func() { l.run(ctx) })
+	}
+	s.mu.Unlock()
+
+	var core sync.WaitGroup
+	reflectorDone := make(chan error, 1)
+	core.Go(func() { reflectorDone <- r.Run(ctx) })
+	core.Go(func() { process(ctx) })
+	var runErr error
+	select {
+	case <-ctx.Done():
+		runErr = <-reflectorDone
+	case runErr = <-reflectorDone:
+	}
+	closeQueue() // the processing goroutine ends once the queue is empty
+	core.Wait()
+
+	s.mu.Lock()
+	s.stopped = true
+	listeners := s.listeners
+	s.listeners = nil
+	s.mu.Unlock()
+	for _, l := range listeners {
+		l.stop(false)
+	}
+	s.handlers.Wait()
+	return runErr
+}
+
+// markSynced records that the initial list is in the cache and was handed
+// to the handlers.
+func (s *SharedIndexInformer[T]) markSynced() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.isSynced {
+		return
+	}
+	s.isSynced = true
+	close(s.synced)
+	for _, l := range s.listeners {
+		l.informerHasSynced()
+	}
+}
+
+// HasSynced reports whether the cache holds the initial list. A handler's
+// Registration tells whether that handler has also processed it.
+func (s *SharedIndexInformer[T]) HasSynced() bool {
+	select {
+	case <-s.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// Synced returns a channel closed once HasSynced is true.
+func (s *SharedIndexInformer[T]) Synced() <-chan struct{} { return s.synced }
+
+// Name returns the informer's name.
+func (s *SharedIndexInformer[T]) Name() string { return s.opts.Name }
+
+// LastSyncResourceVersion returns the resource version the informer last
+// listed or watched at; "" before it has.
+func (s *SharedIndexInformer[T]) LastSyncResourceVersion() string {
+	s.mu.Lock()
+	r := s.reflector
+	s.mu.Unlock()
+	if r == nil {
+		return ""
+	}
+	return r.LastSyncResourceVersion()
+}
+
+// GetIndexer returns the cache. Read it; never write to it: the informer
+// owns its contents.
+func (s *SharedIndexInformer[T]) GetIndexer() *Indexer[T] { return s.indexer }
+
+// AddIndexers adds indexes to the cache, also while the informer runs. It
+// fails once the informer has stopped.
+func (s *SharedIndexInformer[T]) AddIndexers(indexers Indexers[T]) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return ErrStopped
+	}
+	return s.indexer.AddIndexers(indexers)
+}
+
+// IsStopped reports whether Run has returned or is returning.
+func (s *SharedIndexInformer[T]) IsStopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
+// Lister returns a Lister reading the cache.
+func (s *SharedIndexInformer[T]) Lister() Lister[T] {
+	return Lister[T]{indexer: s.indexer, resource: s.opts.Resource}
+}

@@ -1,0 +1,177 @@
+package informer
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/klog/v2"
+)
+
+// processEvents is the goroutine that applies the events of the in-order
+// queue to the cache and hands the resulting notifications to the handlers.
+func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueue[T]) {
+	var batch []event[T]
+	var notes []notification[T]
+	for {
+		var initial, ok bool
+		batch, initial, ok = q.pop(batch[:0], maxBatch)
+		if !ok {
+			return
+		}
+		s.procMu.Lock()
+		for i := range batch {
+			notes = s.applyEvent(ctx, &batch[i], initial, notes)
+		}
+		s.distributeLocked(notes)
+		s.procMu.Unlock()
+		clear(batch)
+		clear(notes)
+		notes = notes[:0]
+		if q.processed(len(batch)) {
+			s.markSynced()
+		}
+	}
+}
+
+// applyEvent applies e to the cache and appends the notifications it makes.
+// The caller holds procMu.
+func (s *SharedIndexInformer[T]) applyEvent(ctx context.Context, e *event[T], initial bool, notes []notification[T]) []notification[T] {
+	switch e.kind {
+	case evAdd, evUpdate:
+		return s.upsert(ctx, e.key, e.obj, initial, notes)
+	case evDelete:
+		s.indexer.deleteKey(e.key)
+		return append(notes, notification[T]{kind: nDelete, key: e.key, old: e.obj})
+	case evReplace:
+		return s.replace(ctx, e.list, e.keys, initial, notes)
+	case evResync:
+		return s.resync(notes)
+	}
+	return notes // evBookmark: the Reflector keeps the resource version
+}
+
+// upsert stores obj and appends an add, or an update from the state it
+// replaced. An update that keeps the resource version is a resync
+// notification, for handlers whose resync is due only.
+func (s *SharedIndexInformer[T]) upsert(ctx context.Context, key string, obj T, initial bool, notes []notification[T]) []notification[T] {
+	old, existed, err := s.indexer.upsert(key, obj, true)
+	if err != nil {
+		reportIndexError(ctx, key, err)
+	}
+	if existed {
+		return append(notes, notification[T]{kind: nUpdate, key: key, old: old, new: obj, sync: sameVersion(old, obj)})
+	}
+	return append(notes, notification[T]{kind: nAdd, key: key, new: obj, initial: initial})
+}
+
+func sameVersion[T Object](a, b T) bool { return a.GetResourceVersion() == b.GetResourceVersion() }
+
+// reportIndexError logs that an index function failed: the object is
+// cached, without the values of that index.
+func reportIndexError(ctx context.Context, key string, err error) {
+	klog.FromContext(ctx).Error(err, "Cached an object without the values of a failing index", "key", key)
+}
+
+// replace applies a relist at once: objects missing from list are deleted,
+// with their final state unknown, and list becomes the cache. The
+// notifications are the deletions, then an add or update per object of
+// list, in list order.
+func (s *SharedIndexInformer[T]) replace(ctx context.Context, list []T, keys []string, initial bool, notes []notification[T]) []notification[T] {
+	cached := s.indexer.Len() > 0
+	if cached {
+		listed := make(map[string]struct{}, len(keys))
+		for _, key := range keys {
+			listed[key] = struct{}{}
+		}
+		for key, obj := range s.indexer.All() {
+			if _, ok := listed[key]; !ok {
+				notes = append(notes, notification[T]{kind: nDelete, key: key, old: obj, unknown: true})
+			}
+		}
+	}
+	for i, obj := range list {
+		n := notification[T]{kind: nAdd, key: keys[i], new: obj, initial: initial}
+		if cached {
+			if old, ok := s.indexer.GetByKey(keys[i]); ok {
+				n = notification[T]{kind: nUpdate, key: keys[i], old: old, new: obj, sync: sameVersion(old, obj)}
+			}
+		}
+		notes = append(notes, n)
+	}
+	if err := s.indexer.replace(list, keys, true); err != nil {
+		reportIndexError(ctx, "", err)
+	}
+	return notes
+}
+
+// resync appends an OnUpdate(obj, obj) for every cached object, if a
+// handler's resync is due.
+func (s *SharedIndexInformer[T]) resync(notes []notification[T]) []notification[T] {
+	due := false
+	for _, l := range s.current {
+		due = due || l.resyncDue.Load()
+	}
+	if !due {
+		return notes
+	}
+	for key, obj := range s.indexer.All() {
+		notes = append(notes, notification[T]{kind: nUpdate, key: key, old: obj, new: obj, sync: true})
+	}
+	return notes
+}
+
+// distributeLocked hands notes to every listener. The caller holds procMu.
+func (s *SharedIndexInformer[T]) distributeLocked(notes []notification[T]) {
+	if len(notes) == 0 {
+		return
+	}
+	for _, l := range s.current {
+		l.push(notes)
+	}
+}
+
+// processDeltaFIFO is the goroutine that pops a DeltaFIFO, in QueueDeltaFIFO
+// mode. Pop runs the processing with the DeltaFIFO locked, so that the cache,
+// which is its KnownObjects, is updated before the next Replace or Resync
+// looks at it; handlers still run on their own goroutines.
+func (s *SharedIndexInformer[T]) processDeltaFIFO(ctx context.Context, q *DeltaFIFO[T]) {
+	var notes []notification[T]
+	for {
+		_, err := q.Pop(func(d Deltas[T], initial bool) error {
+			s.procMu.Lock()
+			defer s.procMu.Unlock()
+			for _, delta := range d {
+				notes = s.applyDelta(ctx, delta, initial, notes)
+			}
+			s.distributeLocked(notes)
+			clear(notes)
+			notes = notes[:0]
+			return nil
+		})
+		if errors.Is(err, ErrClosed) {
+			return
+		}
+		if q.HasSynced() {
+			s.markSynced()
+		}
+	}
+}
+
+// applyDelta applies one Delta to the cache and appends the notification
+// it makes. The caller holds procMu.
+func (s *SharedIndexInformer[T]) applyDelta(ctx context.Context, d Delta[T], initial bool, notes []notification[T]) []notification[T] {
+	if d.Tombstone != nil {
+		s.indexer.deleteKey(d.Tombstone.Key)
+		return append(notes, notification[T]{kind: nDelete, key: d.Tombstone.Key, old: d.Tombstone.Obj, unknown: true})
+	}
+	key, err := MetaNamespaceKeyFunc(d.Object)
+	if err != nil {
+		reportIndexError(ctx, key, err)
+		return notes
+	}
+	if d.Type == Deleted {
+		s.indexer.deleteKey(key)
+		return append(notes, notification[T]{kind: nDelete, key: key, old: d.Object})
+	}
+	return s.upsert(ctx, key, d.Object, initial, notes)
+}
