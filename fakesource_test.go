@@ -34,6 +34,7 @@ type fakeSource struct {
 	offline   bool // list and watch fail; changes still happen
 	lists     int
 	watches   int
+	trace     func(format string, args ...any) // if set, told about each list and watch
 }
 
 func newFakeSource() *fakeSource {
@@ -60,6 +61,12 @@ func (s *fakeSource) change(t watch.EventType, p *corev1.Pod) *corev1.Pod {
 	return p
 }
 
+func (s *fakeSource) tracef(format string, args ...any) {
+	if s.trace != nil {
+		s.trace(format, args...)
+	}
+}
+
 func (s *fakeSource) Add(p *corev1.Pod) *corev1.Pod    { return s.change(watch.Added, p) }
 func (s *fakeSource) Modify(p *corev1.Pod) *corev1.Pod { return s.change(watch.Modified, p) }
 
@@ -78,6 +85,10 @@ func (s *fakeSource) Compact() {
 func (s *fakeSource) DropWatches() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropWatchesLocked()
+}
+
+func (s *fakeSource) dropWatchesLocked() {
 	for w := range s.watchers {
 		w.stop()
 		delete(s.watchers, w)
@@ -93,10 +104,10 @@ func (s *fakeSource) Relist() {
 // Offline makes list and watch fail with 503 and ends every watch; Online
 // undoes it. Changes made meanwhile are missed by the watchers.
 func (s *fakeSource) Offline() {
-	s.DropWatches()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.offline = true
+	s.offline = true // before the watches end, so that no watch starts in between
+	s.dropWatchesLocked()
 }
 
 func (s *fakeSource) Online() {
@@ -178,7 +189,8 @@ func (s *fakeSource) Typed() ListerWatcher[*corev1.Pod] { return typedSource{s} 
 
 type typedSource struct{ s *fakeSource }
 
-func (t typedSource) List(_ context.Context, _ metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+func (t typedSource) List(_ context.Context, opts metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+	t.s.tracef("typed list rv=%q", opts.ResourceVersion)
 	items, rv, err := t.s.list()
 	if err != nil {
 		return nil, err
@@ -187,13 +199,16 @@ func (t typedSource) List(_ context.Context, _ metav1.ListOptions) (*ListPage[*c
 }
 
 func (t typedSource) Watch(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return t.s.watch(opts)
+	w, err := t.s.watch(opts)
+	t.s.tracef("typed watch rv=%q: %v", opts.ResourceVersion, err)
+	return w, err
 }
 
 // Upstream is the source as client-go's ListerWatcher.
 func (s *fakeSource) Upstream() cache.ListerWatcher {
 	return &cache.ListWatch{
-		ListWithContextFunc: func(_ context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			s.tracef("upstream list rv=%q", opts.ResourceVersion)
 			items, rv, err := s.list()
 			if err != nil {
 				return nil, err
@@ -205,7 +220,9 @@ func (s *fakeSource) Upstream() cache.ListerWatcher {
 			return l, nil
 		},
 		WatchFuncWithContext: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return s.watch(opts)
+			w, err := s.watch(opts)
+			s.tracef("upstream watch rv=%q: %v", opts.ResourceVersion, err)
+			return w, err
 		},
 	}
 }

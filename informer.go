@@ -228,8 +228,9 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h ResourceEventHandler[T], opts
 
 // scheduleResync sets the resync period of l as client-go does: at least a
 // second, and, once the informer runs, no shorter than its check period; a
-// handler added before it runs may shorten the check period instead. The
-// caller holds mu.
+// handler added before it runs may shorten the check period instead. An
+// informer whose DefaultResyncPeriod is zero has no check period and never
+// resyncs. The caller holds mu.
 func (s *SharedIndexInformer[T]) scheduleResync(l *listener[T], requested time.Duration) {
 	switch {
 	case requested == 0:
@@ -239,9 +240,9 @@ func (s *SharedIndexInformer[T]) scheduleResync(l *listener[T], requested time.D
 	}
 	if requested > 0 {
 		requested = max(requested, minResyncPeriod)
-		if requested < s.checkPeriod || s.checkPeriod == 0 {
+		if requested < s.checkPeriod {
 			if s.started {
-				requested = max(requested, s.checkPeriod)
+				requested = s.checkPeriod
 			} else {
 				s.checkPeriod = requested
 			}

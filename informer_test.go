@@ -213,6 +213,7 @@ func TestInformerRelist(t *testing.T) {
 			// While the source is down: b is deleted, c changes, d appears;
 			// then its history is compacted, so the informer must relist.
 			src.Offline()
+			synctest.Wait() // the informer meets the outage and backs off
 			src.Delete(testobj.Pod("ns", "b", ""))
 			src.Modify(testobj.Pod("ns", "c", ""))
 			src.Add(testobj.Pod("ns", "d", ""))
@@ -221,10 +222,12 @@ func TestInformerRelist(t *testing.T) {
 			time.Sleep(time.Minute) // past the Reflector's backoff
 			synctest.Wait()
 			got := rec.take()
-			want := []string{"delete ns/b@2 unknown", "update ns/c@3 -> ns/c@5", "add ns/d@6"}
+			// As in client-go, a handler without resync is told about the
+			// unchanged a too.
+			want := []string{"delete ns/b@2 unknown", "update ns/a@1 -> ns/a@1", "update ns/c@3 -> ns/c@5", "add ns/d@6"}
 			if mode == QueueDeltaFIFO {
 				// A DeltaFIFO queues the tombstone after the listed objects.
-				want = []string{"update ns/c@3 -> ns/c@5", "add ns/d@6", "delete ns/b@2 unknown"}
+				want = []string{"update ns/a@1 -> ns/a@1", "update ns/c@3 -> ns/c@5", "add ns/d@6", "delete ns/b@2 unknown"}
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("handler calls after relist:\n  got  %q\n  want %q", got, want)
@@ -287,11 +290,11 @@ func TestInformerResyncRouting(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			src := newFakeSource()
 			src.Add(testobj.Pod("ns", "a", ""))
-			inf := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{Queue: mode})
+			inf := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{Queue: mode, DefaultResyncPeriod: time.Hour})
 			fast, slow, never := &recorder{}, &recorder{}, &recorder{}
 			inf.AddEventHandler(fast, HandlerOptions{ResyncPeriod: 10 * time.Second})
 			inf.AddEventHandler(slow, HandlerOptions{ResyncPeriod: 30 * time.Second})
-			inf.AddEventHandler(never)
+			inf.AddEventHandler(never, HandlerOptions{ResyncPeriod: -1})
 			startInformer(t, inf)
 			synctest.Wait()
 			for _, r := range []*recorder{fast, slow, never} {
@@ -326,6 +329,12 @@ func TestInformerResyncPeriods(t *testing.T) {
 	}
 	if inf.checkPeriod != time.Second {
 		t.Errorf("check period %v, want 1s", inf.checkPeriod)
+	}
+	// Without a default period, as in client-go, nothing resyncs.
+	none := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{})
+	e, _ := none.AddEventHandler(&recorder{}, HandlerOptions{ResyncPeriod: 5 * time.Second})
+	if e.l.resync != 0 || none.checkPeriod != 0 {
+		t.Errorf("without DefaultResyncPeriod: resync %v, check period %v; want 0, 0", e.l.resync, none.checkPeriod)
 	}
 }
 

@@ -38,7 +38,8 @@ type HandlerOptions struct {
 	// for every cached object every ResyncPeriod (at least one second, and
 	// no shorter than the informer's resync check period once it runs).
 	// Zero uses the informer's DefaultResyncPeriod; negative disables
-	// resync for this handler.
+	// resync for this handler. As in client-go, an informer whose
+	// DefaultResyncPeriod is zero resyncs no handler.
 	ResyncPeriod time.Duration
 	// Coalesce bounds the memory a slow handler can make the informer hold:
 	// instead of queueing every notification, it keeps at most the pending
@@ -91,7 +92,9 @@ type listener[T Object] struct {
 	onPanic  func(ctx context.Context, handler string, recovered any)
 
 	// requestedResync is what the handler asked for; resync the period in
-	// force; nextResync and resyncDue are guarded by the informer's resyncMu.
+	// force; nextResync is guarded by the informer's resyncMu. resyncDue
+	// tells whether updates that keep the resource version (resyncs, and
+	// unchanged objects in a relist) go to this handler.
 	requestedResync time.Duration
 	resync          time.Duration
 	nextResync      time.Time
@@ -136,6 +139,10 @@ func newListener[T Object](h ResourceEventHandler[T], opts HandlerOptions, onPan
 	if opts.Coalesce {
 		l.merged = newCoalescer[T]()
 	}
+	// Like client-go, a handler counts as due until the first resync check
+	// says otherwise: without resync periods, a relist tells every handler
+	// about the objects it did not change.
+	l.resyncDue.Store(true)
 	return l
 }
 
