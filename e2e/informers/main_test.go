@@ -1,0 +1,47 @@
+package informers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/typedkube/informer/e2e/harness"
+	"github.com/typedkube/informer/e2e/internal/kubetest"
+	"go.uber.org/goleak"
+)
+
+// srv is the API server the tests of this package share; Main starts it once.
+var srv *harness.Server
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(harness.Main(m, harness.Options{}, func(s *harness.Server) { srv = s }))
+}
+
+// testContext is a context that ends with the test or after d.
+func testContext(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// adminClients returns clients for the admin identity, closed when the test ends.
+func adminClients(t *testing.T) *kubetest.Clients {
+	t.Helper()
+	c, err := kubetest.NewClients(srv.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// newNamespace creates a namespace for the test.
+func newNamespace(t *testing.T, c *kubetest.Clients) string {
+	t.Helper()
+	ns, err := kubetest.NewNamespace(t.Context(), c.Kube, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
