@@ -148,18 +148,62 @@ func (s *Store[T]) ListKeys() []string {
 }
 
 // All returns an iterator over the keys and objects of the Store, in
-// unspecified order. It iterates a snapshot taken when the iteration starts,
-// in a buffer reused across iterations, so it allocates nothing and holds no
-// lock while the loop body runs: the body may read and write the Store.
+// unspecified order. It takes no snapshot and allocates nothing: it copies
+// the objects a batch at a time while holding the read lock, and holds no
+// lock while the loop body runs, so the body may read and write the Store.
+// Like sync.Map.Range, it yields exactly once every object stored for the
+// whole iteration, and may or may not yield objects stored or deleted
+// meanwhile; an object updated meanwhile is yielded in one of its states.
 func (s *Store[T]) All() iter.Seq2[string, T] {
 	return func(yield func(string, T) bool) { s.yieldAll(yield) }
 }
 
-// Keys returns an iterator over the keys of the Store, in unspecified order.
-// Like All, it iterates a snapshot and holds no lock while the body runs.
+// Keys returns an iterator over the keys of the Store, in unspecified order,
+// with the guarantees of All.
 func (s *Store[T]) Keys() iter.Seq[string] {
 	return func(yield func(string) bool) {
 		s.yieldAll(func(k string, _ T) bool { return yield(k) })
+	}
+}
+
+// iterBatch is how many objects All copies per acquisition of the read lock.
+const iterBatch = 128
+
+func (s *Store[T]) yieldAll(yield func(string, T) bool) {
+	var buf [iterBatch]entry[T]
+	defer clear(buf[:]) // drop the object references
+	// Slots never move while they hold an object, and Replace builds a new
+	// arena without touching the old one, so the position (ci, si) in the
+	// chunks first seen stays meaningful between batches.
+	var chunks []*chunk[T]
+	ci, si := 0, 0
+	for first := true; ; first = false {
+		n := 0
+		s.mu.RLock()
+		if first {
+			chunks = s.arena.chunks
+		}
+		for ci < len(chunks) && n < len(buf) {
+			c := chunks[ci]
+			for ; si < c.used && n < len(buf); si++ {
+				if sl := &c.slots[si]; sl.key != "" {
+					buf[n] = entry[T]{sl.key, sl.obj}
+					n++
+				}
+			}
+			if si >= c.used {
+				ci, si = ci+1, 0
+			}
+		}
+		s.mu.RUnlock()
+		for _, e := range buf[:n] {
+			if !yield(e.key, e.obj) {
+				return
+			}
+		}
+		if n < len(buf) {
+			return
+		}
 	}
 }
 
@@ -172,21 +216,6 @@ func (s *Store[T]) snapshot() []entry[T] {
 		out = append(out, entry[T]{sl.key, sl.obj})
 	}
 	return out
-}
-
-func (s *Store[T]) yieldAll(yield func(string, T) bool) {
-	buf := s.getSnapshot()
-	defer s.putSnapshot(buf)
-	s.mu.RLock()
-	for sl := range s.arena.live {
-		*buf = append(*buf, entry[T]{sl.key, sl.obj})
-	}
-	s.mu.RUnlock()
-	for _, e := range *buf {
-		if !yield(e.key, e.obj) {
-			return
-		}
-	}
 }
 
 func (s *Store[T]) getSnapshot() *[]entry[T] {

@@ -360,3 +360,53 @@ func TestIndexAndIndexSeq(t *testing.T) {
 		t.Fatalf("IndexKeys = %v", keys)
 	}
 }
+
+// TestAllDuringWrites iterates while the loop body and another goroutine
+// add, delete and replace objects: every object stored for the whole
+// iteration must be yielded exactly once.
+func TestAllDuringWrites(t *testing.T) {
+	s := NewStore(MetaNamespaceKeyFunc[*corev1.Pod])
+	var stable []*corev1.Pod
+	for i := range 1000 {
+		p := testobj.Pod("stable", fmt.Sprint(i), "1")
+		stable = append(stable, p)
+		s.Add(p)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			p := testobj.Pod("volatile", fmt.Sprint(i%300), "1")
+			if i%3 == 0 {
+				s.Delete(p)
+			} else {
+				s.Add(p)
+			}
+		}
+	})
+	for round := range 20 {
+		seen := map[string]int{}
+		i := 0
+		for k := range s.All() {
+			seen[k]++
+			if i++; i%97 == 0 && round%4 == 0 {
+				// A relist that keeps the stable objects.
+				s.Replace(append(slices.Clone(stable), testobj.Pod("volatile", "r", "1")), "")
+			}
+		}
+		for _, p := range stable {
+			if n := seen[mustKey(p)]; n != 1 {
+				close(done)
+				wg.Wait()
+				t.Fatalf("round %d: stable key %s yielded %d times", round, mustKey(p), n)
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+}
