@@ -1,0 +1,199 @@
+package informers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/e2e/harness"
+	"github.com/typedkube/informer/e2e/internal/kubetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// createConfigMaps creates n small ConfigMaps in ns, 8 at a time.
+func createConfigMaps(t *testing.T, ctx context.Context, c *kubetest.Clients, ns string, n int) {
+	t.Helper()
+	start := time.Now()
+	if err := kubetest.Parallel(ctx, n, 8, func(ctx context.Context, i int) error {
+		_, err := c.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i)},
+			Data:       map[string]string{"i": fmt.Sprint(i)},
+		}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("created %d ConfigMaps in %v", n, time.Since(start).Round(time.Millisecond))
+}
+
+// syncObserved starts an informer of the ConfigMaps of ns over c through a Tap, with the given
+// watch-list mode, waits until it has synced and checks its cache against a fresh LIST made with
+// check. It
+// returns the tap and the informer's watch errors; the informer is stopped when the test ends.
+func syncObserved(t *testing.T, ctx context.Context, c, check *kubetest.Clients, ns string, mode informer.WatchListMode) (*kubetest.Tap[*corev1.ConfigMap], func() []error) {
+	t.Helper()
+	tap := &kubetest.Tap[*corev1.ConfigMap]{
+		LW: informer.ListWatchFromClient[corev1.ConfigMap](c.Kube.CoreV1().ConfigMaps(ns), nil),
+	}
+	var mu sync.Mutex
+	var watchErrs []error
+	inf, err := informer.NewSharedIndexInformer(tap, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{
+		Reflector: informer.ReflectorOptions{
+			WatchList: mode,
+			WatchErrorHandler: func(_ context.Context, err error) {
+				mu.Lock()
+				watchErrs = append(watchErrs, err)
+				mu.Unlock()
+			},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := kubetest.Start(ctx, inf)
+	t.Cleanup(func() {
+		if err := stop(30 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := informer.WaitForCacheSync(testContext(t, 30*time.Second), inf); err != nil {
+		t.Fatal(err)
+	}
+	server := func(ctx context.Context) (kubetest.State, error) {
+		return kubetest.ListState(ctx, check.Metadata, configMapsGVR, ns)
+	}
+	if _, err := kubetest.WaitConverged(ctx, 30*time.Second, server, map[string]func() kubetest.State{
+		"cache": func() kubetest.State { return kubetest.CacheState(inf) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return tap, func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]error(nil), watchErrs...)
+	}
+}
+
+// TestWatchList checks that the informer's default gets its initial state from a watch-list
+// stream: no LIST request, one watch with sendInitialEvents=true, ended by the
+// k8s.io/initial-events-end bookmark; and that with WatchListOff it lists and watches instead.
+func TestWatchList(t *testing.T) {
+	const n = 2000
+	ctx := testContext(t, 2*time.Minute)
+	var log kubetest.RequestLog
+	cl, err := kubetest.NewClients(log.Wrap(srv.AdminConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	check := adminClients(t)
+	ns := newNamespace(t, check)
+	createConfigMaps(t, ctx, check, ns, n)
+
+	t.Run("default", func(t *testing.T) {
+		log.Reset()
+		tap, _ := syncObserved(t, ctx, cl, check, ns, informer.WatchListAuto)
+		if lists := log.Requests(func(r kubetest.Request) bool { return r.ListOf("configmaps") }); len(lists) != 0 {
+			t.Errorf("LIST requests: %v, want none", lists)
+		}
+		watches := log.Requests(func(r kubetest.Request) bool { return r.WatchOf("configmaps") })
+		if len(watches) != 1 || !watches[0].WatchList() {
+			t.Fatalf("watch requests %v, want one watch-list stream (sendInitialEvents=true)", watches)
+		}
+		ends := tap.InitialEventsEnd()
+		if len(ends) != 1 {
+			t.Fatalf("initial-events-end bookmarks at %v, want one", ends)
+		}
+		if len(tap.Lists()) != 0 {
+			t.Errorf("the ListerWatcher was asked for %d lists, want none", len(tap.Lists()))
+		}
+		t.Logf("synced %d ConfigMaps from one watch-list stream, ended by the bookmark at resourceVersion %s", n, ends[0])
+	})
+
+	t.Run("WatchListOff", func(t *testing.T) {
+		log.Reset()
+		tap, _ := syncObserved(t, ctx, cl, check, ns, informer.WatchListOff)
+		if got := log.Count(func(r kubetest.Request) bool { return r.WatchList() }); got != 0 {
+			t.Errorf("%d watch-list requests, want none", got)
+		}
+		lists := tap.Lists()
+		if len(lists) != 1 || lists[0].ResourceVersion != "0" {
+			// The watch cache answers a list at "0" whole, though it is asked for pages of 500.
+			t.Errorf("lists %+v, want one at resourceVersion 0", lists)
+		}
+		if len(tap.InitialEventsEnd()) != 0 {
+			t.Errorf("initial-events-end bookmarks seen without watch-list")
+		}
+		if w := tap.Watches(); len(w) == 0 || w[0].SendInitialEvents != nil {
+			t.Errorf("watches %+v, want a plain watch", w)
+		}
+	})
+}
+
+// TestWatchListFallback runs a second API server with the WatchList feature gate off: it refuses
+// sendInitialEvents, and the informer's default (WatchListAuto) falls back to LIST and watch.
+func TestWatchListFallback(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	old, err := harness.Start(ctx, harness.Options{
+		APIServerArgs: []string{"--feature-gates=WatchList=false"},
+		Output:        testWriter{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := old.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	var log kubetest.RequestLog
+	cl, err := kubetest.NewClients(log.Wrap(old.AdminConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	check, err := kubetest.NewClients(old.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(check.Close)
+	ns, err := kubetest.NewNamespace(ctx, check.Kube, "fallback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	createConfigMaps(t, ctx, check, ns, 100)
+
+	tap, watchErrs := syncObserved(t, ctx, cl, check, ns, informer.WatchListAuto)
+	var reqs []string
+	for _, r := range log.Requests(func(r kubetest.Request) bool { return r.Resource() == "configmaps" }) {
+		reqs = append(reqs, r.String())
+	}
+	streams := log.Requests(func(r kubetest.Request) bool { return r.WatchList() })
+	if len(streams) == 0 || streams[0].Status < 400 {
+		t.Fatalf("watch-list requests %v, want the first refused by the server; requests:\n%v", streams, reqs)
+	}
+	if len(tap.Lists()) == 0 {
+		t.Fatalf("no LIST after the refused stream; requests:\n%v", reqs)
+	}
+	fellBack := false
+	for _, err := range watchErrs() {
+		fellBack = fellBack || errors.Is(err, informer.ErrWatchListFallback)
+	}
+	if !fellBack {
+		t.Errorf("watch errors %v, want one wrapping ErrWatchListFallback", watchErrs())
+	}
+	t.Logf("stream refused with %d; then %d list(s) and %d watch(es)", streams[0].Status, len(tap.Lists()), len(tap.Watches())-1)
+}
+
+// testWriter sends the harness's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", p)
+	return len(p), nil
+}
