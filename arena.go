@@ -14,6 +14,7 @@ type chunk[T any] struct {
 	slots []slot[T] // slots[:used] have been handed out at least once
 	used  int
 	vals  [][]string // len(slots)*width; slot i owns vals[i*width:(i+1)*width]
+	pos   []int32    // likewise, the slots' positions in their buckets
 }
 
 const (
@@ -32,8 +33,11 @@ func (a *arena[T]) newChunk(size int) *chunk[T] {
 	c := &chunk[T]{slots: make([]slot[T], size)}
 	if a.width > 0 {
 		c.vals = make([][]string, size*a.width)
+		c.pos = make([]int32, size*a.width)
 		for i := range c.slots {
-			c.slots[i].vals = c.vals[i*a.width : (i+1)*a.width : (i+1)*a.width]
+			lo, hi := i*a.width, (i+1)*a.width
+			c.slots[i].vals = c.vals[lo:hi:hi]
+			c.slots[i].pos = c.pos[lo:hi:hi]
 		}
 	}
 	a.chunks = append(a.chunks, c)
@@ -89,12 +93,14 @@ func (a *arena[T]) widen(width int) {
 	a.width = width
 	for _, c := range a.chunks {
 		vals := make([][]string, len(c.slots)*width)
+		pos := make([]int32, len(c.slots)*width)
 		for i := range c.slots {
 			sl := &c.slots[i]
-			v := vals[i*width : (i+1)*width : (i+1)*width]
-			copy(v, sl.vals[:old])
-			sl.vals = v
+			lo, hi := i*width, (i+1)*width
+			copy(vals[lo:hi:hi], sl.vals[:old])
+			copy(pos[lo:hi:hi], sl.pos[:old])
+			sl.vals, sl.pos = vals[lo:hi:hi], pos[lo:hi:hi]
 		}
-		c.vals = vals
+		c.vals, c.pos = vals, pos
 	}
 }

@@ -118,8 +118,8 @@ func (x *Indexer[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]T, 0, len(b))
-	for sl := range b {
+	out := make([]T, 0, b.len())
+	for sl := range b.all {
 		out = append(out, sl.obj)
 	}
 	return out, nil
@@ -143,7 +143,7 @@ func (x *Indexer[T]) yieldBucket(indexName, indexedValue string, yield func(stri
 	defer x.putSnapshot(buf)
 	x.mu.RLock()
 	b, _ := x.idx.Load().bucket(indexName, indexedValue)
-	for sl := range b {
+	for sl := range b.all {
 		*buf = append(*buf, entry[T]{sl.key, sl.obj})
 	}
 	x.mu.RUnlock()
@@ -163,8 +163,8 @@ func (x *Indexer[T]) IndexKeys(indexName, indexedValue string) ([]string, error)
 		x.mu.RUnlock()
 		return nil, err
 	}
-	out := make([]string, 0, len(b))
-	for sl := range b {
+	out := make([]string, 0, b.len())
+	for sl := range b.all {
 		out = append(out, sl.key)
 	}
 	x.mu.RUnlock()
@@ -234,14 +234,14 @@ func (x *Indexer[T]) union(indexName string, vals []string, f func(*slot[T])) {
 	idx := x.idx.Load()
 	i := idx.pos[indexName]
 	if len(vals) == 1 {
-		for sl := range idx.buckets[i][vals[0]] {
+		for sl := range idx.buckets[i][vals[0]].all {
 			f(sl)
 		}
 		return
 	}
 	seen := make(map[*slot[T]]struct{})
 	for _, v := range vals {
-		for sl := range idx.buckets[i][v] {
+		for sl := range idx.buckets[i][v].all {
 			if _, dup := seen[sl]; !dup {
 				seen[sl] = struct{}{}
 				f(sl)
@@ -276,10 +276,41 @@ type indexSet[T any] struct {
 	names   []string
 	funcs   []IndexFunc[T]
 	pos     map[string]int         // name -> position in names
-	buckets []map[string]bucket[T] // per index: value -> slots with it
+	buckets []map[string]*bucket[T] // per index: value -> slots with it
 }
 
-type bucket[T any] map[*slot[T]]struct{}
+// bucket holds the slots that have one value of one index. A slot whose only
+// value for the index is this one is in single, at the position
+// slot.pos[index], so that adding is an append and removing a swap with the
+// last; the rare slot with several values for the index is in multi.
+type bucket[T any] struct {
+	single []*slot[T]
+	multi  map[*slot[T]]struct{}
+}
+
+func (b *bucket[T]) len() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.single) + len(b.multi)
+}
+
+// all yields the slots of b, which may be nil.
+func (b *bucket[T]) all(yield func(*slot[T]) bool) {
+	if b == nil {
+		return
+	}
+	for _, sl := range b.single {
+		if !yield(sl) {
+			return
+		}
+	}
+	for sl := range b.multi {
+		if !yield(sl) {
+			return
+		}
+	}
+}
 
 func (s *indexSet[T]) len() int {
 	if s == nil {
@@ -306,7 +337,7 @@ func (s *indexSet[T]) extend(indexers Indexers[T]) *indexSet[T] {
 		}
 		next.names = append(next.names, name)
 		next.funcs = append(next.funcs, indexers[name])
-		next.buckets = append(next.buckets, make(map[string]bucket[T]))
+		next.buckets = append(next.buckets, make(map[string]*bucket[T]))
 	}
 	for i, name := range next.names {
 		next.pos[name] = i
@@ -320,9 +351,9 @@ func (s *indexSet[T]) empty() *indexSet[T] {
 		return nil
 	}
 	next := *s
-	next.buckets = make([]map[string]bucket[T], len(s.names))
+	next.buckets = make([]map[string]*bucket[T], len(s.names))
 	for i := range next.buckets {
-		next.buckets[i] = make(map[string]bucket[T])
+		next.buckets[i] = make(map[string]*bucket[T])
 	}
 	return &next
 }
@@ -372,7 +403,7 @@ func (s *indexSet[T]) value(i int, obj T) ([]string, error) {
 	return v, nil
 }
 
-func (s *indexSet[T]) bucket(name, value string) (bucket[T], error) {
+func (s *indexSet[T]) bucket(name, value string) (*bucket[T], error) {
 	i, ok := s.posOf(name)
 	if !ok {
 		return nil, &noSuchIndexError{name}
@@ -410,22 +441,59 @@ func (s *indexSet[T]) reindex(sl *slot[T], vals [][]string) {
 }
 
 func (s *indexSet[T]) add(i int, sl *slot[T], vals []string) {
+	if len(vals) == 1 {
+		b := s.bucketFor(i, vals[0])
+		sl.pos[i] = int32(len(b.single))
+		b.single = append(b.single, sl)
+		return
+	}
 	for _, v := range vals {
-		b := s.buckets[i][v]
-		if b == nil {
-			b = make(bucket[T])
-			s.buckets[i][v] = b
+		b := s.bucketFor(i, v)
+		if b.multi == nil {
+			b.multi = make(map[*slot[T]]struct{})
 		}
-		b[sl] = struct{}{}
+		b.multi[sl] = struct{}{}
 	}
 }
 
+// bucketFor returns the bucket of value v of index i, making it if needed.
+func (s *indexSet[T]) bucketFor(i int, v string) *bucket[T] {
+	b := s.buckets[i][v]
+	if b == nil {
+		b = &bucket[T]{}
+		s.buckets[i][v] = b
+	}
+	return b
+}
+
+// remove takes sl out of the buckets of vals, which must be the values it
+// was added with.
 func (s *indexSet[T]) remove(i int, sl *slot[T], vals []string) {
+	if len(vals) == 1 {
+		b := s.buckets[i][vals[0]]
+		p, last := sl.pos[i], len(b.single)-1
+		moved := b.single[last]
+		b.single[p], moved.pos[i] = moved, p
+		b.single[last] = nil
+		b.single = b.single[:last]
+		if cap(b.single) > 64 && len(b.single) < cap(b.single)/4 {
+			b.single = slices.Clone(b.single) // give back what a shrunk bucket no longer needs
+		}
+		s.dropIfEmpty(i, vals[0], b)
+		return
+	}
 	for _, v := range vals {
 		b := s.buckets[i][v]
-		delete(b, sl)
-		if len(b) == 0 {
-			delete(s.buckets[i], v)
+		if b == nil {
+			continue // a duplicate value, already removed
 		}
+		delete(b.multi, sl)
+		s.dropIfEmpty(i, v, b)
+	}
+}
+
+func (s *indexSet[T]) dropIfEmpty(i int, v string, b *bucket[T]) {
+	if b.len() == 0 {
+		delete(s.buckets[i], v)
 	}
 }

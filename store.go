@@ -49,6 +49,7 @@ type slot[T any] struct {
 	key  string
 	obj  T
 	vals [][]string // the index values of obj, one entry per index of idx
+	pos  []int32    // per index with one value: the slot's position in its bucket
 }
 
 type entry[T any] struct {
