@@ -275,7 +275,7 @@ func (e *noSuchIndexError) Is(target error) bool { return target == ErrNoSuchInd
 type indexSet[T any] struct {
 	names   []string
 	funcs   []IndexFunc[T]
-	pos     map[string]int         // name -> position in names
+	pos     map[string]int          // name -> position in names
 	buckets []map[string]*bucket[T] // per index: value -> slots with it
 }
 
