@@ -367,7 +367,8 @@ func BenchmarkInformerLatency(b *testing.B) {
 }
 
 // BenchmarkInformerStalledHandler runs a fast handler beside one that never
-// returns while 100k Modified events over 10k Pods go by at 100k events/s. It reports the fast handler's latency and how much the heap grew while
+// returns while 100k Modified events over 10k Pods go by at 100k events/s.
+// It reports the fast handler's latency and how much the heap grew while
 // the stalled handler held its notifications: without bounds (both
 // implementations), and with Coalesce (ours; client-go has no such mode,
 // so its numbers are the unbounded ones again).
