@@ -43,6 +43,7 @@ type write struct {
 // order they were made; that its lister reads them typed; and that at the end its cache, and the
 // state the handlers rebuilt, equal a fresh LIST.
 func runCRUD[T informer.Object](t *testing.T, c crudCase[T]) {
+	verifyNoGoroutinesLeft(t)
 	ctx := testContext(t, 2*time.Minute)
 	cl := adminClients(t)
 	ns := newNamespace(t, cl)

@@ -19,6 +19,7 @@ var podTemplatesGVR = corev1.SchemeGroupVersion.WithResource("podtemplates")
 // cache would answer whole) comes back in pages, as from a server without a watch cache.
 func TestPagedList(t *testing.T) {
 	const n, pageSize = 2000, 500
+	verifyNoGoroutinesLeft(t)
 	ctx := testContext(t, 2*time.Minute)
 	var log kubetest.RequestLog
 	cl, err := kubetest.NewClients(log.Wrap(srv.AdminConfig()))

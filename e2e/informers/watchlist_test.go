@@ -84,6 +84,7 @@ func syncObserved(t *testing.T, ctx context.Context, c, check *kubetest.Clients,
 // k8s.io/initial-events-end bookmark; and that with WatchListOff it lists and watches instead.
 func TestWatchList(t *testing.T) {
 	const n = 2000
+	verifyNoGoroutinesLeft(t)
 	ctx := testContext(t, 2*time.Minute)
 	var log kubetest.RequestLog
 	cl, err := kubetest.NewClients(log.Wrap(srv.AdminConfig()))
@@ -138,6 +139,7 @@ func TestWatchList(t *testing.T) {
 // TestWatchListFallback runs a second API server with the WatchList feature gate off: it refuses
 // sendInitialEvents, and the informer's default (WatchListAuto) falls back to LIST and watch.
 func TestWatchListFallback(t *testing.T) {
+	verifyNoGoroutinesLeft(t)
 	ctx := testContext(t, 2*time.Minute)
 	old, err := harness.Start(ctx, harness.Options{
 		APIServerArgs: []string{"--feature-gates=WatchList=false"},

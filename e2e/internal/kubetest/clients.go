@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -48,7 +49,7 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 
 // Close closes the idle connections of the clients' HTTP client, so that no connection
 // goroutine outlives a test that checks for leaks.
-func (c *Clients) Close() { c.HTTP.CloseIdleConnections() }
+func (c *Clients) Close() { utilnet.CloseIdleConnectionsFor(c.HTTP.Transport) }
 
 // NewNamespace creates a namespace named prefix plus a random suffix and returns its name. The
 // harness runs no namespace controller, so a deleted namespace would stay Terminating: tests

@@ -69,25 +69,30 @@ type RequestLog struct {
 // headers arrive, so a watch is recorded when it starts.
 func (l *RequestLog) Wrap(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			r := Request{Time: time.Now(), Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), Err: err}
-			if resp != nil {
-				r.Status = resp.StatusCode
-			}
-			l.mu.Lock()
-			l.reqs = append(l.reqs, r)
-			l.mu.Unlock()
-			return resp, err
-		})
-	})
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logRoundTripper{rt: rt, log: l} })
 	return cfg
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
+// logRoundTripper records each round trip in log.
+type logRoundTripper struct {
+	rt  http.RoundTripper
+	log *RequestLog
+}
 
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+func (t *logRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	r := Request{Time: time.Now(), Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), Err: err}
+	if resp != nil {
+		r.Status = resp.StatusCode
+	}
+	t.log.mu.Lock()
+	t.log.reqs = append(t.log.reqs, r)
+	t.log.mu.Unlock()
+	return resp, err
+}
+
+// WrappedRoundTripper lets client-go's utilnet.CloseIdleConnectionsFor reach the transport.
+func (t *logRoundTripper) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 // Requests returns the requests recorded so far that match keep (all of them if keep is nil),
 // in the order their responses came.
