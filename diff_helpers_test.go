@@ -178,3 +178,50 @@ func checkDiff(t testing.TB, step int, what string, typed, upstream any) {
 		t.Fatalf("step %d: %s differs (-upstream +typed):\n%s", step, what, diff)
 	}
 }
+
+// podWriter and anyWriter are the write methods our structures and
+// client-go's share.
+type podWriter interface {
+	Add(*corev1.Pod) error
+	Update(*corev1.Pod) error
+	Delete(*corev1.Pod) error
+	Replace([]*corev1.Pod, string) error
+}
+
+type anyWriter interface {
+	Add(any) error
+	Update(any) error
+	Delete(any) error
+	Replace([]any, string) error
+}
+
+// The write operations of the differential harnesses: ops below
+// writeOps are decoded by diffWrite.
+const (
+	opAdd = iota
+	opAdd2
+	opUpdate
+	opDelete
+	opReplace
+	writeOps
+)
+
+// diffWrite applies write operation op to both implementations, with
+// objects decoded from r, and compares their errors.
+func diffWrite(t testing.TB, step int, r *opReader, op int, typed podWriter, upstream anyWriter) {
+	t.Helper()
+	switch op {
+	case opAdd, opAdd2:
+		p := r.pod()
+		checkErr(t, step, "Add", typed.Add(p), upstream.Add(p))
+	case opUpdate:
+		p := r.pod()
+		checkErr(t, step, "Update", typed.Update(p), upstream.Update(p))
+	case opDelete:
+		p := r.pod()
+		checkErr(t, step, "Delete", typed.Delete(p), upstream.Delete(p))
+	case opReplace:
+		list := r.pods(6)
+		checkErr(t, step, "Replace", typed.Replace(list, "rv"), upstream.Replace(toAny(list), "rv"))
+	}
+}

@@ -75,24 +75,18 @@ func runFIFODiff(t testing.TB, data []byte) {
 	}
 	for step := 0; r.more(); step++ {
 		switch op := r.intn(9); op {
-		case 0, 1:
-			p := r.pod()
-			checkErr(t, step, "Add", typed.Add(p), upstream.Add(p))
-		case 2:
-			p := r.pod()
-			checkErr(t, step, "Update", typed.Update(p), upstream.Update(p))
-		case 3:
-			p := r.pod()
+		case opAdd, opAdd2, opUpdate:
+			diffWrite(t, step, r, op, typed, upstream)
+		case opDelete:
 			if !typed.HasSynced() {
 				flagsDeterministic = false
 			}
 			if !ordered {
 				stale = true
 			}
-			checkErr(t, step, "Delete", typed.Delete(p), upstream.Delete(p))
-		case 4:
-			list := r.pods(6)
-			checkErr(t, step, "Replace", typed.Replace(list, "rv"), upstream.Replace(toAny(list), "rv"))
+			diffWrite(t, step, r, op, typed, upstream)
+		case opReplace:
+			diffWrite(t, step, r, op, typed, upstream)
 			ordered = false
 		case 5:
 			checkErr(t, step, "Resync", typed.Resync(), upstream.Resync())

@@ -23,18 +23,8 @@ func runIndexerDiff(t testing.TB, data []byte) {
 	values := []string{"", "ns-a", "ns-b", "x", "y", "t1", "t2", "t3"}
 	for step := 0; r.more(); step++ {
 		switch op := r.intn(10); op {
-		case 0, 1:
-			p := r.pod()
-			checkErr(t, step, "Add", typed.Add(p), upstream.Add(p))
-		case 2:
-			p := r.pod()
-			checkErr(t, step, "Update", typed.Update(p), upstream.Update(p))
-		case 3:
-			p := r.pod()
-			checkErr(t, step, "Delete", typed.Delete(p), upstream.Delete(p))
-		case 4:
-			list := r.pods(6)
-			checkErr(t, step, "Replace", typed.Replace(list, "rv"), upstream.Replace(toAny(list), "rv"))
+		case opAdd, opAdd2, opUpdate, opDelete, opReplace:
+			diffWrite(t, step, r, op, typed, upstream)
 		case 5:
 			p := r.pod()
 			got, ok, err := typed.Get(p)
