@@ -1,0 +1,348 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+)
+
+// Errors of a Factory. Each is returned wrapped, so test for them with
+// errors.Is.
+var (
+	// ErrFactoryStopped reports a Factory that has been shut down, or
+	// whose Start context has ended: it makes no more informers.
+	ErrFactoryStopped = errors.New("informer: factory stopped")
+	// ErrNotRegistered reports a Go type that the factory's scheme does not
+	// know, or knows under more than one kind.
+	ErrNotRegistered = errors.New("informer: type not registered in the scheme")
+	// ErrUnknownResource reports a kind or resource that the server does
+	// not serve (according to the RESTMapper).
+	ErrUnknownResource = errors.New("informer: unknown resource")
+	// ErrOptionsConflict reports ForOptions that the shared informer of
+	// the type, made by an earlier call, cannot honour.
+	ErrOptionsConflict = errors.New("informer: options conflict with the shared informer")
+	// ErrNotStarted reports a Factory.WaitForCacheSync before Start.
+	ErrNotStarted = errors.New("informer: factory not started")
+	// ErrNotSynced reports informers whose caches did not sync before the
+	// context of Factory.WaitForCacheSync ended, or that stopped first.
+	ErrNotSynced = errors.New("informer: caches not synced")
+)
+
+// FactoryOptions configures a Factory. The zero value is usable: every
+// field documents its default.
+type FactoryOptions struct {
+	// Namespace limits the informers of namespaced resources to one
+	// namespace; ForOptions.Namespace overrides it per type. Informers of
+	// cluster-scoped resources ignore it. Default "" (metav1.NamespaceAll):
+	// every namespace.
+	Namespace string
+	// TweakListOptions, if set, edits the options of every LIST and WATCH
+	// request of every informer, for example to set a label or field
+	// selector. It is called from the informers' goroutines, concurrently.
+	// Default: none.
+	TweakListOptions func(*metav1.ListOptions)
+	// DefaultResync is the resync period of the informers made without
+	// ForOptions.ResyncPeriod (see SharedIndexInformerOptions.
+	// DefaultResyncPeriod). Default 0: no resync.
+	DefaultResync time.Duration
+	// Scheme maps Go types to kinds for For and decodes their responses.
+	// Default client-go's kubernetes/scheme.Scheme, which knows the
+	// built-in types. For CRD Go types, give a scheme where they are
+	// registered (with the built-in types added too, if For is also used
+	// with those). Never modify the scheme while the factory uses it.
+	Scheme *runtime.Scheme
+	// RESTMapper maps kinds to resources and tells which resources are
+	// namespaced. Default: a mapper backed by discovery through cfg, which
+	// discovers on first use and caches the result in memory. Whatever
+	// the mapper, when it does not know a kind or resource and has a
+	// Reset method (meta.ResettableRESTMapper), the factory resets it and
+	// asks once more, so that a CRD installed after startup is found.
+	RESTMapper meta.RESTMapper
+	// Informer holds the options the factory gives every informer it
+	// makes. Default: the informers' defaults.
+	Informer InformerOptions
+	// Logger receives the factory's own log lines, such as discovery
+	// refreshes. Informers log through the context given to Start
+	// (klog.FromContext), as SharedIndexInformer.Run does. Default: none.
+	Logger logr.Logger
+}
+
+// InformerOptions are the options of SharedIndexInformerOptions that a
+// Factory gives every informer it makes. The zero value gives the
+// informers' defaults.
+type InformerOptions struct {
+	// Queue chooses the informers' queue. Default QueueInOrder.
+	Queue QueueMode
+	// Reflector configures list and watch: WatchList mode, paging,
+	// backoff, timeouts, WatchErrorHandler. Its ResyncPeriod and
+	// ShouldResync must be zero: resync is set with
+	// FactoryOptions.DefaultResync, ForOptions.ResyncPeriod and
+	// HandlerOptions. Its Name is set per informer.
+	Reflector ReflectorOptions
+	// HandlerPanic is told about a handler call that panicked (see
+	// SharedIndexInformerOptions.HandlerPanic). Default: log it.
+	HandlerPanic func(ctx context.Context, handler string, recovered any)
+}
+
+// Factory makes informers for any type, without generated code, and shares
+// them: For[T] returns one informer per type however often it is called,
+// ForUnstructured and ForMetadata one per resource. It finds the resource
+// of a Go type through a scheme and a RESTMapper, and lists and watches it
+// over a REST client made for that group and version, in protobuf where the
+// type supports it.
+//
+// A Factory runs once: Start starts its informers, and those made later;
+// Shutdown stops them all. Its methods are safe for concurrent use.
+type Factory struct {
+	cfg    *rest.Config // cfg given to NewFactory, with a rate limiter shared by the REST clients
+	opts   FactoryOptions
+	http   *http.Client // shared by every client of the factory
+	codecs serializer.CodecFactory
+	mapper meta.RESTMapperWithContext
+	// resetMapper makes the mapper forget what it discovered; nil if it
+	// cannot.
+	resetMapper func(context.Context)
+	dynamic     *dynamic.DynamicClient
+	metadata    metadata.Interface
+	// ctx bounds discovery; it ends at Shutdown. It carries opts.Logger.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex                     // guards the fields below
+	entries map[string]*factoryEntry       // every informer, by name
+	order   []*factoryEntry                // the same, in the order they were made
+	types   map[reflect.Type]*factoryEntry // the informers of For, by type T
+	runCtx  context.Context                // the context of Start, nil before Start
+	stopRun context.CancelFunc             // cancels runCtx
+	down    bool                           // Shutdown was called
+	running sync.WaitGroup                 // the goroutines running informers
+}
+
+// factoryEntry is one informer of a Factory.
+type factoryEntry struct {
+	name     string
+	informer interface {
+		Run(context.Context) error
+		HasSynced() bool
+		Synced() <-chan struct{}
+	}
+	shared  any           // the *shared[T] of the informer
+	started bool          // guarded by Factory.mu
+	done    chan struct{} // closed when Run has returned
+	err     error         // what Run returned; read after done is closed
+}
+
+// NewFactory returns a Factory making informers that list and watch through
+// cfg. It contacts no server: discovery happens on the first For. It returns
+// an error for invalid options or a cfg that client-go refuses.
+func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: nil *rest.Config", ErrInvalidOptions)
+	}
+	if opts.DefaultResync < 0 {
+		return nil, fmt.Errorf("%w: negative DefaultResync %v", ErrInvalidOptions, opts.DefaultResync)
+	}
+	if opts.Informer.Queue > QueueDeltaFIFO {
+		return nil, fmt.Errorf("%w: unknown QueueMode %d", ErrInvalidOptions, opts.Informer.Queue)
+	}
+	if opts.Informer.Reflector.ResyncPeriod != 0 || opts.Informer.Reflector.ShouldResync != nil {
+		return nil, fmt.Errorf("%w: set resync with DefaultResync, ForOptions or HandlerOptions, not in Informer.Reflector", ErrInvalidOptions)
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	f := &Factory{
+		cfg:     rest.CopyConfig(cfg),
+		opts:    opts,
+		entries: make(map[string]*factoryEntry),
+		types:   make(map[reflect.Type]*factoryEntry),
+	}
+	if opts.Scheme == scheme.Scheme {
+		f.codecs = scheme.Codecs
+	} else {
+		f.codecs = serializer.NewCodecFactory(opts.Scheme)
+	}
+	// Like a clientset: one rate limiter for every client, if cfg asks for
+	// one; with QPS 0 each REST client gets client-go's default.
+	if f.cfg.RateLimiter == nil && f.cfg.QPS > 0 {
+		if f.cfg.Burst <= 0 {
+			return nil, fmt.Errorf("%w: Burst must be positive when QPS is", ErrInvalidOptions)
+		}
+		f.cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(f.cfg.QPS, f.cfg.Burst)
+	}
+	var err error
+	if f.http, err = rest.HTTPClientFor(f.cfg); err != nil {
+		return nil, fmt.Errorf("informer: HTTP client for the factory: %w", err)
+	}
+	if f.dynamic, err = dynamic.NewForConfigAndClient(f.cfg, f.http); err != nil {
+		return nil, fmt.Errorf("informer: dynamic client for the factory: %w", err)
+	}
+	if f.metadata, err = metadata.NewForConfigAndClient(f.cfg, f.http); err != nil {
+		return nil, fmt.Errorf("informer: metadata client for the factory: %w", err)
+	}
+	if opts.RESTMapper != nil {
+		f.mapper = meta.ToRESTMapperWithContext(opts.RESTMapper)
+		switch m := opts.RESTMapper.(type) {
+		case meta.ResettableRESTMapperWithContext:
+			f.resetMapper = m.ResetWithContext
+		case interface{ Reset() }:
+			f.resetMapper = func(context.Context) { m.Reset() }
+		}
+	} else {
+		// Discovery makes many requests at once: it keeps its own limits
+		// (client-go's discovery defaults), not the shared rate limiter.
+		dc, err := discovery.NewDiscoveryClientForConfigAndClient(rest.CopyConfig(cfg), f.http)
+		if err != nil {
+			return nil, fmt.Errorf("informer: discovery client for the factory: %w", err)
+		}
+		m := restmapper.NewDeferredDiscoveryRESTMapperWithContext(memory.NewMemCacheClientWithContext(dc))
+		f.mapper, f.resetMapper = m, m.ResetWithContext
+	}
+	f.ctx, f.cancel = context.WithCancel(klog.NewContext(context.Background(), opts.Logger))
+	return f, nil
+}
+
+// Start starts, each on its own goroutine, every informer of the factory,
+// and makes the factory start every informer made later as soon as it is
+// made, all with ctx. Later calls do nothing: a factory runs once. When ctx
+// ends, the informers stop, and For, ForUnstructured and ForMetadata return
+// ErrFactoryStopped; Shutdown then waits for them. Start does nothing after
+// Shutdown.
+func (f *Factory) Start(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down || f.runCtx != nil {
+		return
+	}
+	f.runCtx, f.stopRun = context.WithCancel(ctx)
+	for _, e := range f.order {
+		f.startLocked(e)
+	}
+}
+
+// startLocked runs the informer of e on a new goroutine. The caller holds
+// mu, and runCtx is set.
+func (f *Factory) startLocked(e *factoryEntry) {
+	if e.started {
+		return
+	}
+	e.started = true
+	ctx := f.runCtx
+	f.running.Go(func() {
+		defer close(e.done)
+		if err := e.informer.Run(ctx); err != nil {
+			e.err = err
+			klog.FromContext(ctx).Error(err, "Informer stopped", "informer", e.name)
+		}
+	})
+}
+
+// usableLocked returns ErrFactoryStopped once the factory makes no more
+// informers. The caller holds mu.
+func (f *Factory) usableLocked() error {
+	switch {
+	case f.down:
+		return fmt.Errorf("%w: shut down", ErrFactoryStopped)
+	case f.runCtx != nil && f.runCtx.Err() != nil:
+		return fmt.Errorf("%w: the context of Start ended: %w", ErrFactoryStopped, context.Cause(f.runCtx))
+	}
+	return nil
+}
+
+// WaitForCacheSync waits until every informer the factory has when it is
+// called has synced, or until ctx ends, whichever comes first. It returns,
+// by informer name (such as "v1/pods", "apps/v1/deployments" or
+// "v1/pods (metadata)"), whether each has synced. If one has not, the
+// error wraps ErrNotSynced, names those that have not, and wraps the cause:
+// ctx's cause, or the error an informer stopped with. An informer that
+// stops before it syncs is not waited for. Before Start, it returns at once
+// with ErrNotStarted.
+func (f *Factory) WaitForCacheSync(ctx context.Context) (map[string]bool, error) {
+	f.mu.Lock()
+	entries := slices.Clone(f.order)
+	started := f.runCtx != nil
+	f.mu.Unlock()
+	synced := make(map[string]bool, len(entries))
+	if !started {
+		for _, e := range entries {
+			synced[e.name] = false
+		}
+		return synced, fmt.Errorf("%w: call Start before WaitForCacheSync", ErrNotStarted)
+	}
+wait:
+	for _, e := range entries {
+		select {
+		case <-e.informer.Synced():
+		case <-e.done:
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	var pending []string
+	var causes []error
+	for _, e := range entries {
+		ok := e.informer.HasSynced()
+		synced[e.name] = ok
+		if ok {
+			continue
+		}
+		pending = append(pending, e.name)
+		select {
+		case <-e.done:
+			if e.err != nil {
+				causes = append(causes, fmt.Errorf("%s: %w", e.name, e.err))
+			} else {
+				causes = append(causes, fmt.Errorf("%s: %w", e.name, ErrStopped))
+			}
+		default:
+		}
+	}
+	if len(pending) == 0 {
+		return synced, nil
+	}
+	if ctx.Err() != nil {
+		causes = append(causes, context.Cause(ctx))
+	}
+	slices.Sort(pending)
+	return synced, fmt.Errorf("%w: %s: %w", ErrNotSynced, strings.Join(pending, ", "), errors.Join(causes...))
+}
+
+// Shutdown stops every informer of the factory and returns once all of
+// them, their handlers included, have returned. Later For,
+// ForUnstructured and ForMetadata calls return ErrFactoryStopped, and so do
+// those waiting for discovery. It may be called more than once, and before
+// Start.
+func (f *Factory) Shutdown() {
+	f.mu.Lock()
+	f.down = true
+	stop := f.stopRun
+	f.mu.Unlock()
+	f.cancel()
+	if stop != nil {
+		stop()
+	}
+	f.running.Wait()
+	utilnet.CloseIdleConnectionsFor(f.http.Transport)
+}

@@ -1,0 +1,426 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+)
+
+// ForOptions configures the informer that For, ForUnstructured or
+// ForMetadata returns. The zero value is usable: every field documents its
+// default.
+//
+// The informer of a type is shared: the first call makes it with its
+// options, and each later call either gets it, when its options agree, or an
+// error wrapping ErrOptionsConflict, never an informer that silently
+// ignores them. What agrees is said for each field.
+type ForOptions[T Object] struct {
+	// Namespace limits a namespaced resource to one namespace. Default:
+	// FactoryOptions.Namespace. Later calls must resolve to the same
+	// namespace. It is an error for a cluster-scoped resource.
+	Namespace string
+	// ResyncPeriod is the informer's default resync period for its
+	// handlers (SharedIndexInformerOptions.DefaultResyncPeriod). Default:
+	// FactoryOptions.DefaultResync. On a later call, 0 takes the
+	// informer's, and any other value must equal it; a handler can still
+	// have its own with HandlerOptions.ResyncPeriod.
+	ResyncPeriod time.Duration
+	// Transform rewrites each object before it is cached (see
+	// SharedIndexInformerOptions.Transform). Default: none. On a later
+	// call, nil takes the informer's transform, whatever it is; any other
+	// value must be the very same function value the informer was made
+	// with: a function declared at package level, or a func value stored
+	// once and reused. Two func values made by evaluating a function
+	// literal or a method value twice are different, even if they would
+	// behave alike. Do not call SetTransform on a factory's informers.
+	Transform TransformFunc[T]
+	// Indexers are indexes added to the cache. On a later call, those the
+	// informer does not have are added (with AddIndexers, also while it
+	// runs); a name it has must come with the very same function value
+	// (as for Transform). Default: none besides NamespaceIndex.
+	Indexers Indexers[T]
+}
+
+// shared is one shared informer of a Factory and what it was made with.
+type shared[T Object] struct {
+	informer   *SharedIndexInformer[T]
+	name       string
+	namespaced bool
+	namespace  string
+	resync     time.Duration
+	transform  TransformFunc[T]
+}
+
+// For returns the factory's shared informer of T, such as *corev1.Pod,
+// making it on the first call, or an error: ErrNotRegistered if the
+// factory's scheme does not know T under exactly one kind, ErrUnknownResource
+// if the server does not serve that kind, ErrOptionsConflict (see
+// ForOptions), ErrFactoryStopped, or the error of discovery. opts holds at
+// most one ForOptions.
+//
+// The informer lists and watches the resource of T's kind through a REST
+// client for its group and version, decoding with the factory's scheme. It
+// asks for protobuf, with JSON as a fallback, when T and its list type have
+// the methods the protobuf decoder needs (Reset and Unmarshal([]byte) error,
+// as the built-in types do; CRD Go types usually do not), unless the
+// factory's *rest.Config sets ContentType or AcceptContentTypes, which then
+// apply as given; otherwise it asks for JSON only. The informer is named
+// after the resource, such as "v1/pods", and its Lister reports that
+// resource in NotFound errors.
+//
+// For resolves T's resource through discovery once; later calls for T
+// contact no server. It does not start the informer: Start does, or did.
+func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], error) {
+	o, err := forOptions(f, opts)
+	if err != nil {
+		return nil, err
+	}
+	typ := reflect.TypeFor[T]()
+	f.mu.Lock()
+	if err := f.usableLocked(); err != nil {
+		f.mu.Unlock()
+		return nil, err
+	}
+	e := f.types[typ]
+	f.mu.Unlock()
+	if e != nil {
+		return join(f, e, o)
+	}
+
+	gvk, list, err := kindOf[T](f.opts.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	mapping, err := f.restMapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	s := &shared[T]{
+		name:       resourceName(mapping.Resource),
+		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+	}
+	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
+		return nil, err
+	}
+	lw, err := newRESTListWatch[T](f, mapping, list, s.namespace)
+	if err != nil {
+		return nil, err
+	}
+	return register(f, s, typ, mapping.Resource, lw, o)
+}
+
+// ForUnstructured returns the factory's shared informer of unstructured
+// objects for the resource gvr (such as {Version: "v1", Resource: "pods"}),
+// listing and watching through a dynamic client, in JSON. It makes the
+// informer on the first call for gvr, named like "v1/pods (unstructured)".
+// Errors and opts are as for For.
+func ForUnstructured(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[*unstructured.Unstructured]) (*SharedIndexInformer[*unstructured.Unstructured], error) {
+	return forResource(f, gvr, "unstructured", opts, func(ns string) ListerWatcher[*unstructured.Unstructured] {
+		var c dynamic.ResourceInterface = f.dynamic.Resource(gvr)
+		if ns != "" {
+			c = f.dynamic.Resource(gvr).Namespace(ns)
+		}
+		return ListWatchFromDynamic(c, f.opts.TweakListOptions)
+	})
+}
+
+// ForMetadata returns the factory's shared informer of the metadata of the
+// objects of the resource gvr, listing and watching through a metadata
+// client (the server sends PartialObjectMetadata only, in protobuf). It makes
+// the informer on the first call for gvr, named like "v1/pods (metadata)".
+// Errors and opts are as for For.
+func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[*metav1.PartialObjectMetadata]) (*SharedIndexInformer[*metav1.PartialObjectMetadata], error) {
+	return forResource(f, gvr, "metadata", opts, func(ns string) ListerWatcher[*metav1.PartialObjectMetadata] {
+		var c metadata.ResourceInterface = f.metadata.Resource(gvr)
+		if ns != "" {
+			c = f.metadata.Resource(gvr).Namespace(ns)
+		}
+		return ListWatchFromMetadata(c, f.opts.TweakListOptions)
+	})
+}
+
+// forResource is ForUnstructured and ForMetadata: the informer of kind
+// flavor for gvr, listing and watching with the ListerWatcher newLW makes
+// for a namespace ("" for all, or cluster-scoped).
+func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor string, opts []ForOptions[T], newLW func(namespace string) ListerWatcher[T]) (*SharedIndexInformer[T], error) {
+	o, err := forOptions(f, opts)
+	if err != nil {
+		return nil, err
+	}
+	if gvr.Version == "" || gvr.Resource == "" {
+		return nil, fmt.Errorf("%w: incomplete GroupVersionResource %q", ErrInvalidOptions, gvr)
+	}
+	f.mu.Lock()
+	if err := f.usableLocked(); err != nil {
+		f.mu.Unlock()
+		return nil, err
+	}
+	e := f.entries[flavoredName(gvr, flavor)]
+	f.mu.Unlock()
+	if e != nil {
+		return join(f, e, o)
+	}
+
+	var mapping *meta.RESTMapping
+	err = f.discover(gvr.String(), func(ctx context.Context) error {
+		gvk, err := f.mapper.KindForWithContext(ctx, gvr)
+		if err != nil {
+			return err
+		}
+		mapping, err = f.mapper.RESTMappingWithContext(ctx, gvk.GroupKind(), gvk.Version)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	gvr = mapping.Resource // canonical, if gvr named it otherwise
+	s := &shared[T]{
+		name:       flavoredName(gvr, flavor),
+		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+	}
+	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
+		return nil, err
+	}
+	return register(f, s, nil, gvr, newLW(s.namespace), o)
+}
+
+// forOptions checks the factory and returns the one ForOptions of opts,
+// validated.
+func forOptions[T Object](f *Factory, opts []ForOptions[T]) (ForOptions[T], error) {
+	var o ForOptions[T]
+	switch {
+	case f == nil:
+		return o, fmt.Errorf("%w: nil *Factory", ErrInvalidOptions)
+	case len(opts) > 1:
+		return o, fmt.Errorf("%w: more than one ForOptions", ErrInvalidOptions)
+	case len(opts) == 1:
+		o = opts[0]
+	}
+	if o.ResyncPeriod < 0 {
+		return o, fmt.Errorf("%w: negative ResyncPeriod %v", ErrInvalidOptions, o.ResyncPeriod)
+	}
+	for name, fn := range o.Indexers {
+		if fn == nil {
+			return o, fmt.Errorf("%w: nil IndexFunc for index %q", ErrInvalidOptions, name)
+		}
+	}
+	return o, nil
+}
+
+// register adds the informer s describes, made over lw, to the factory and
+// starts it if the factory runs; if another call has made the informer
+// meanwhile, it joins that one instead. typ is T for For, nil otherwise.
+func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.GroupVersionResource, lw ListerWatcher[T], o ForOptions[T]) (*SharedIndexInformer[T], error) {
+	f.mu.Lock()
+	if err := f.usableLocked(); err != nil {
+		f.mu.Unlock()
+		return nil, err
+	}
+	if e := f.entries[s.name]; e != nil {
+		f.mu.Unlock()
+		return join(f, e, o)
+	}
+	s.resync = o.ResyncPeriod
+	if s.resync == 0 {
+		s.resync = f.opts.DefaultResync
+	}
+	s.transform = o.Transform
+	inf, err := NewSharedIndexInformer(lw, SharedIndexInformerOptions[T]{
+		Name:                s.name,
+		Resource:            gvr.GroupResource(),
+		Indexers:            o.Indexers,
+		DefaultResyncPeriod: s.resync,
+		Transform:           o.Transform,
+		Queue:               f.opts.Informer.Queue,
+		Reflector:           f.opts.Informer.Reflector,
+		HandlerPanic:        f.opts.Informer.HandlerPanic,
+	})
+	if err != nil {
+		f.mu.Unlock()
+		return nil, err
+	}
+	s.informer = inf
+	e := &factoryEntry{name: s.name, informer: inf, shared: s, done: make(chan struct{})}
+	f.entries[s.name] = e
+	f.order = append(f.order, e)
+	if typ != nil {
+		f.types[typ] = e
+	}
+	if f.runCtx != nil {
+		f.startLocked(e)
+	}
+	f.mu.Unlock()
+	return inf, nil
+}
+
+// join returns the informer of e to a caller asking for it with o, if o
+// agrees with it (see ForOptions), after adding o's new indexers.
+func join[T Object](f *Factory, e *factoryEntry, o ForOptions[T]) (*SharedIndexInformer[T], error) {
+	s, ok := e.shared.(*shared[T])
+	if !ok {
+		var zero T
+		return nil, fmt.Errorf("%w: %s has an informer of another Go type than %T", ErrOptionsConflict, e.name, zero)
+	}
+	ns, err := f.namespace(s.name, s.namespaced, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if ns != s.namespace {
+		return nil, fmt.Errorf("%w: %s watches %s, not %s", ErrOptionsConflict, s.name, namespaceText(s.namespace), namespaceText(ns))
+	}
+	if o.ResyncPeriod != 0 && o.ResyncPeriod != s.resync {
+		return nil, fmt.Errorf("%w: %s resyncs every %v, not %v (a handler may have its own period: HandlerOptions.ResyncPeriod)",
+			ErrOptionsConflict, s.name, s.resync, o.ResyncPeriod)
+	}
+	if o.Transform != nil && (s.transform == nil || !sameFunc(o.Transform, s.transform)) {
+		return nil, fmt.Errorf("%w: %s was made with another transform, or none", ErrOptionsConflict, s.name)
+	}
+	if err := addIndexers(s, o.Indexers); err != nil {
+		return nil, err
+	}
+	return s.informer, nil
+}
+
+// addIndexers adds to the informer of s the indexers of want it does not
+// have. An index it has must have the same function.
+func addIndexers[T Object](s *shared[T], want Indexers[T]) error {
+	for {
+		have := s.informer.GetIndexer().GetIndexers()
+		add := make(Indexers[T], len(want))
+		for name, fn := range want {
+			old, ok := have[name]
+			if !ok {
+				add[name] = fn
+			} else if !sameFunc(old, fn) {
+				return fmt.Errorf("%w: %s has an index %q with another function: %w", ErrOptionsConflict, s.name, name, ErrIndexConflict)
+			}
+		}
+		if len(add) == 0 {
+			return nil
+		}
+		err := s.informer.AddIndexers(add)
+		if !errors.Is(err, ErrIndexConflict) {
+			return err
+		}
+		// Another call added one of these names meanwhile: look again.
+	}
+}
+
+// sameFunc reports whether a and b are the very same function value. A
+// func value is a pointer to a closure record (the code pointer and the
+// captured variables): equal pointers mean the same function with the same
+// captured state. Comparing the code pointers alone, as
+// reflect.Value.Pointer does, would take two closures of one function
+// literal over different variables for the same function.
+func sameFunc[F ~func(A) (R, error), A, R any](a, b F) bool {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+}
+
+// namespace resolves the namespace that the informer of s watches when
+// asked for requested.
+func (f *Factory) namespace(name string, namespaced bool, requested string) (string, error) {
+	switch {
+	case !namespaced && requested != "":
+		return "", fmt.Errorf("%w: %s is cluster-scoped: Namespace %q does not apply", ErrInvalidOptions, name, requested)
+	case !namespaced:
+		return "", nil
+	case requested != "":
+		return requested, nil
+	}
+	return f.opts.Namespace, nil
+}
+
+func namespaceText(ns string) string {
+	if ns == "" {
+		return "every namespace"
+	}
+	return fmt.Sprintf("namespace %q", ns)
+}
+
+// resourceName names the informer of For for gvr: "v1/pods",
+// "apps/v1/deployments".
+func resourceName(gvr schema.GroupVersionResource) string {
+	return gvr.GroupVersion().String() + "/" + gvr.Resource
+}
+
+// flavoredName names the informer of ForUnstructured or ForMetadata.
+func flavoredName(gvr schema.GroupVersionResource, flavor string) string {
+	return resourceName(gvr) + " (" + flavor + ")"
+}
+
+// kindOf returns the kind of T in scheme, and the Go type of its list kind
+// (Kind+"List").
+func kindOf[T Object](scheme *runtime.Scheme) (schema.GroupVersionKind, reflect.Type, error) {
+	typ := reflect.TypeFor[T]()
+	var gvk schema.GroupVersionKind
+	switch typ {
+	case reflect.TypeFor[*unstructured.Unstructured]():
+		return gvk, nil, fmt.Errorf("%w: %v: use ForUnstructured", ErrNotRegistered, typ)
+	case reflect.TypeFor[*metav1.PartialObjectMetadata]():
+		return gvk, nil, fmt.Errorf("%w: %v: use ForMetadata", ErrNotRegistered, typ)
+	}
+	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		return gvk, nil, fmt.Errorf("%w: %v is not a pointer to a struct", ErrNotRegistered, typ)
+	}
+	obj := reflect.New(typ.Elem()).Interface().(runtime.Object)
+	gvks, unversioned, err := scheme.ObjectKinds(obj)
+	switch {
+	case err != nil:
+		return gvk, nil, fmt.Errorf("%w: %v: %w", ErrNotRegistered, typ, err)
+	case unversioned:
+		return gvk, nil, fmt.Errorf("%w: %v is unversioned, not a resource", ErrNotRegistered, typ)
+	case len(gvks) != 1:
+		return gvk, nil, fmt.Errorf("%w: %v has %d kinds %v, want one", ErrNotRegistered, typ, len(gvks), gvks)
+	}
+	gvk = gvks[0]
+	listKind := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	list, err := scheme.New(listKind)
+	if err != nil {
+		return gvk, nil, fmt.Errorf("%w: %v has no list kind %s: %w", ErrNotRegistered, typ, listKind.Kind, err)
+	}
+	return gvk, reflect.TypeOf(list), nil
+}
+
+// restMapping maps gvk to its resource and scope.
+func (f *Factory) restMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	var mapping *meta.RESTMapping
+	err := f.discover(gvk.String(), func(ctx context.Context) error {
+		var err error
+		mapping, err = f.mapper.RESTMappingWithContext(ctx, gvk.GroupKind(), gvk.Version)
+		return err
+	})
+	return mapping, err
+}
+
+// discover runs lookup, a RESTMapper query about what, and, if the mapper
+// knew no match, resets the mapper, if it can be, and runs lookup again.
+func (f *Factory) discover(what string, lookup func(ctx context.Context) error) error {
+	err := lookup(f.ctx)
+	if meta.IsNoMatchError(err) {
+		if f.resetMapper != nil {
+			f.opts.Logger.V(4).Info("Discovering again: no match", "resource", what)
+			f.resetMapper(f.ctx)
+			err = lookup(f.ctx)
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case f.ctx.Err() != nil:
+		return fmt.Errorf("%w: shut down during discovery of %s", ErrFactoryStopped, what)
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("%w: %s: %w", ErrUnknownResource, what, err)
+	}
+	return fmt.Errorf("informer: discover %s: %w", what, err)
+}

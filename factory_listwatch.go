@@ -1,0 +1,169 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+)
+
+// protobufDecodable is what the protobuf decoder of apimachinery needs of a
+// type to decode into it: the methods generated for the built-in types.
+type protobufDecodable interface {
+	Reset()
+	Unmarshal([]byte) error
+}
+
+// restListWatch lists and watches one resource through a REST client for
+// its group and version, decoding with the factory's scheme, into T.
+type restListWatch[T Object] struct {
+	client    *rest.RESTClient
+	resource  string
+	namespace string // "" for every namespace, or a cluster-scoped resource
+	tweak     func(*metav1.ListOptions)
+	newList   func() runtime.Object
+	items     func(list runtime.Object) []T
+}
+
+// newRESTListWatch returns the ListerWatcher of For: the resource of
+// mapping, in namespace, with list the Go type of its list kind.
+func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, namespace string) (*restListWatch[T], error) {
+	items, err := itemsOf[T](list)
+	if err != nil {
+		return nil, err
+	}
+	gv := mapping.GroupVersionKind.GroupVersion()
+	cfg := rest.CopyConfig(f.cfg)
+	cfg.GroupVersion = &gv
+	cfg.APIPath = "/apis"
+	if gv.Group == "" {
+		cfg.APIPath = "/api"
+	}
+	cfg.NegotiatedSerializer = f.codecs.WithoutConversion()
+	_, objProto := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(protobufDecodable)
+	_, listProto := reflect.New(list.Elem()).Interface().(protobufDecodable)
+	switch {
+	case !objProto || !listProto:
+		cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	case cfg.ContentType == "" && cfg.AcceptContentTypes == "":
+		// As client-go's typed clients do (gentype.PrefersProtobuf).
+		cfg.ContentType = runtime.ContentTypeProtobuf
+		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
+	if err := rest.SetKubernetesDefaults(cfg); err != nil {
+		return nil, err
+	}
+	client, err := rest.RESTClientForConfigAndClient(cfg, f.http)
+	if err != nil {
+		return nil, fmt.Errorf("informer: REST client for %v: %w", gv, err)
+	}
+	return &restListWatch[T]{
+		client:    client,
+		resource:  mapping.Resource.Resource,
+		namespace: namespace,
+		tweak:     f.opts.TweakListOptions,
+		newList:   func() runtime.Object { return reflect.New(list.Elem()).Interface().(runtime.Object) },
+		items:     items,
+	}, nil
+}
+
+// List lists one page, as client-go's typed clients do.
+func (lw *restListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
+	if lw.tweak != nil {
+		lw.tweak(&opts)
+	}
+	list := lw.newList()
+	err := lw.client.Get().
+		NamespaceIfScoped(lw.namespace, lw.namespace != "").
+		Resource(lw.resource).
+		VersionedParams(&opts, metav1.ParameterCodec).
+		Timeout(timeoutOf(opts)).
+		Do(ctx).
+		Into(list)
+	if err != nil {
+		return nil, err
+	}
+	lm := list.(metav1.ListInterface) // checked by itemsOf
+	page := &ListPage[T]{Items: lw.items(list)}
+	page.ResourceVersion = lm.GetResourceVersion()
+	page.Continue = lm.GetContinue()
+	page.RemainingItemCount = lm.GetRemainingItemCount()
+	return page, nil
+}
+
+// Watch watches, as client-go's typed clients do: the watch decodes each
+// event's object with the factory's scheme, and the Reflector converts it to
+// T.
+func (lw *restListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if lw.tweak != nil {
+		lw.tweak(&opts)
+	}
+	opts.Watch = true
+	return lw.client.Get().
+		NamespaceIfScoped(lw.namespace, lw.namespace != "").
+		Resource(lw.resource).
+		VersionedParams(&opts, metav1.ParameterCodec).
+		Timeout(timeoutOf(opts)).
+		Watch(ctx)
+}
+
+// IsWatchListSemanticsUnSupported returns false: a REST client can ask a
+// server for a watch-list stream. A server that refuses one makes the
+// Reflector, in WatchListAuto mode, list instead.
+func (lw *restListWatch[T]) IsWatchListSemanticsUnSupported() bool { return false }
+
+func timeoutOf(opts metav1.ListOptions) time.Duration {
+	if opts.TimeoutSeconds == nil {
+		return 0
+	}
+	return time.Duration(*opts.TimeoutSeconds) * time.Second
+}
+
+// itemsOf checks that list, the Go type of T's list kind, is a pointer to
+// a struct with list metadata and a field Items []E, where T is *E, and
+// returns a function giving the items of such a list as a []T.
+//
+// The function reads the field with reflection once per list; each item is
+// then a pointer into the list's array, computed with pointer arithmetic,
+// with no copy and no allocation. The array therefore stays in memory as
+// long as one of its items does, much as client-go's informers behaved
+// before 1.27, where its reflector copies each item instead (with
+// reflection): in the worst case, where a few objects of each page never
+// change, the factory's informers hold a page's worth of older objects
+// beside the current ones until the next relist.
+func itemsOf[T Object](list reflect.Type) (func(runtime.Object) []T, error) {
+	ptr := reflect.TypeFor[T]()
+	if ptr.Kind() != reflect.Pointer {
+		return nil, fmt.Errorf("%w: %v is not a pointer", ErrNotRegistered, ptr)
+	}
+	if list.Kind() != reflect.Pointer || list.Elem().Kind() != reflect.Struct ||
+		!list.Implements(reflect.TypeFor[metav1.ListInterface]()) {
+		return nil, fmt.Errorf("%w: the list type %v of %v is not a pointer to a struct with list metadata", ErrNotRegistered, list, ptr)
+	}
+	field, ok := list.Elem().FieldByName("Items")
+	if !ok || field.Type != reflect.SliceOf(ptr.Elem()) {
+		return nil, fmt.Errorf("%w: the list type %v of %v has no field Items []%v", ErrNotRegistered, list, ptr, ptr.Elem())
+	}
+	index, size := field.Index, ptr.Elem().Size()
+	return func(l runtime.Object) []T {
+		items := reflect.ValueOf(l).Elem().FieldByIndex(index)
+		out := make([]T, items.Len())
+		if len(out) == 0 {
+			return out
+		}
+		base := items.UnsafePointer() // the array of the []E
+		for i := range out {
+			p := unsafe.Add(base, uintptr(i)*size)
+			// T is *E: a pointer, with the representation of p.
+			out[i] = *(*T)(unsafe.Pointer(&p))
+		}
+		return out
+	}, nil
+}
