@@ -173,7 +173,7 @@ func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor s
 	}
 
 	var mapping *meta.RESTMapping
-	err = f.discover(gvr.String(), func(ctx context.Context) error {
+	err = f.discover(resourceName(gvr), func(ctx context.Context) error {
 		gvk, err := f.mapper.KindForWithContext(ctx, gvr)
 		if err != nil {
 			return err
@@ -395,7 +395,7 @@ func kindOf[T Object](scheme *runtime.Scheme) (schema.GroupVersionKind, reflect.
 // restMapping maps gvk to its resource and scope.
 func (f *Factory) restMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	var mapping *meta.RESTMapping
-	err := f.discover(gvk.String(), func(ctx context.Context) error {
+	err := f.discover(gvk.GroupVersion().String()+"/"+gvk.Kind, func(ctx context.Context) error {
 		var err error
 		mapping, err = f.mapper.RESTMappingWithContext(ctx, gvk.GroupKind(), gvk.Version)
 		return err
