@@ -127,10 +127,14 @@ func (l *handlerLog[T]) record(verb string, obj T) {
 	l.changed = make(chan struct{})
 }
 
-func (l *handlerLog[T]) OnAdd(obj T, _ bool)                { l.record("add", obj) }
-func (l *handlerLog[T]) OnUpdate(_, obj T)                  { l.record("update", obj) }
-func (l *handlerLog[T]) OnDelete(d DeletedObject[T])        { l.record("delete", d.Obj) }
-func (l *handlerLog[T]) snapshot() ([]string, chan struct{}) { l.mu.Lock(); defer l.mu.Unlock(); return slices.Clone(l.calls), l.changed }
+func (l *handlerLog[T]) OnAdd(obj T, _ bool)         { l.record("add", obj) }
+func (l *handlerLog[T]) OnUpdate(_, obj T)           { l.record("update", obj) }
+func (l *handlerLog[T]) OnDelete(d DeletedObject[T]) { l.record("delete", d.Obj) }
+func (l *handlerLog[T]) snapshot() ([]string, chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls), l.changed
+}
 
 // waitFor waits until the handler has been called with every one of want,
 // in any order, and fails the test after 30 seconds.

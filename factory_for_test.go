@@ -309,7 +309,10 @@ func TestFactoryForErrors(t *testing.T) {
 			_, err := NewFactory(&rest.Config{}, FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{ResyncPeriod: 1}}})
 			return err
 		}, ErrInvalidOptions, "resync"},
-		{"unknown queue", func() error { _, err := NewFactory(&rest.Config{}, FactoryOptions{Informer: InformerOptions{Queue: 9}}); return err }, ErrInvalidOptions, "QueueMode"},
+		{"unknown queue", func() error {
+			_, err := NewFactory(&rest.Config{}, FactoryOptions{Informer: InformerOptions{Queue: 9}})
+			return err
+		}, ErrInvalidOptions, "QueueMode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.err()
