@@ -126,7 +126,7 @@ func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], 
 // informer on the first call for gvr, named like "v1/pods (unstructured)".
 // Errors and opts are as for For.
 func ForUnstructured(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[*unstructured.Unstructured]) (*SharedIndexInformer[*unstructured.Unstructured], error) {
-	return forResource(f, gvr, "unstructured", opts, func(ns string) ListerWatcher[*unstructured.Unstructured] {
+	return forResource(f, gvr, "unstructured", opts, func(gvr schema.GroupVersionResource, ns string) ListerWatcher[*unstructured.Unstructured] {
 		var c dynamic.ResourceInterface = f.dynamic.Resource(gvr)
 		if ns != "" {
 			c = f.dynamic.Resource(gvr).Namespace(ns)
@@ -141,7 +141,7 @@ func ForUnstructured(f *Factory, gvr schema.GroupVersionResource, opts ...ForOpt
 // the informer on the first call for gvr, named like "v1/pods (metadata)".
 // Errors and opts are as for For.
 func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[*metav1.PartialObjectMetadata]) (*SharedIndexInformer[*metav1.PartialObjectMetadata], error) {
-	return forResource(f, gvr, "metadata", opts, func(ns string) ListerWatcher[*metav1.PartialObjectMetadata] {
+	return forResource(f, gvr, "metadata", opts, func(gvr schema.GroupVersionResource, ns string) ListerWatcher[*metav1.PartialObjectMetadata] {
 		var c metadata.ResourceInterface = f.metadata.Resource(gvr)
 		if ns != "" {
 			c = f.metadata.Resource(gvr).Namespace(ns)
@@ -152,8 +152,10 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions
 
 // forResource is ForUnstructured and ForMetadata: the informer of kind
 // flavor for gvr, listing and watching with the ListerWatcher newLW makes
-// for a namespace ("" for all, or cluster-scoped).
-func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor string, opts []ForOptions[T], newLW func(namespace string) ListerWatcher[T]) (*SharedIndexInformer[T], error) {
+// for the resource, as the RESTMapper names it, and a namespace ("" for
+// all, or cluster-scoped).
+func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor string, opts []ForOptions[T],
+	newLW func(gvr schema.GroupVersionResource, namespace string) ListerWatcher[T]) (*SharedIndexInformer[T], error) {
 	o, err := forOptions(f, opts)
 	if err != nil {
 		return nil, err
@@ -192,7 +194,7 @@ func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor s
 	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
 		return nil, err
 	}
-	return register(f, s, nil, gvr, newLW(s.namespace), o)
+	return register(f, s, nil, gvr, newLW(gvr, s.namespace), o)
 }
 
 // forOptions checks the factory and returns the one ForOptions of opts,

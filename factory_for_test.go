@@ -345,6 +345,10 @@ func TestFactoryForUnstructuredAndMetadata(t *testing.T) {
 	if again, err := ForUnstructured(f, podsGVR); err != nil || again != u {
 		t.Errorf("second ForUnstructured: %p, %v; want %p", again, err, u)
 	}
+	singular := corev1.SchemeGroupVersion.WithResource("pod") // the RESTMapper knows it as pods
+	if again, err := ForUnstructured(f, singular); err != nil || again != u {
+		t.Errorf("ForUnstructured(%v): %p, %v; want %p", singular, again, err, u)
+	}
 	if again, err := ForMetadata(f, podsGVR, ForOptions[*metav1.PartialObjectMetadata]{Namespace: "a"}); !errors.Is(err, ErrOptionsConflict) {
 		t.Errorf("ForMetadata in another namespace: %p, %v; want ErrOptionsConflict", again, err)
 	}
