@@ -80,7 +80,8 @@ type shared[T Object] struct {
 // resource in NotFound errors.
 //
 // For resolves T's resource through discovery once; later calls for T
-// contact no server. It does not start the informer: Start does, or did.
+// contact no server. It does not start the informer: Factory.Start does,
+// or did. Do not call the informer's Run: the factory runs it.
 func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], error) {
 	o, err := forOptions(f, opts)
 	if err != nil {
