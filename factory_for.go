@@ -70,14 +70,15 @@ type shared[T Object] struct {
 // most one ForOptions.
 //
 // The informer lists and watches the resource of T's kind through a REST
-// client for its group and version, decoding with the factory's scheme. It
-// asks for protobuf, with JSON as a fallback, when T and its list type have
-// the methods the protobuf decoder needs (Reset and Unmarshal([]byte) error,
-// as the built-in types do; CRD Go types usually do not), unless the
-// factory's *rest.Config sets ContentType or AcceptContentTypes, which then
-// apply as given; otherwise it asks for JSON only. The informer is named
-// after the resource, such as "v1/pods", and its Lister reports that
-// resource in NotFound errors.
+// client for its group and version, decoding with the factory's scheme.
+// When T and its list type have the methods the protobuf decoder needs
+// (Reset and Unmarshal([]byte) error), as the built-in types do, it asks
+// for protobuf with JSON as a fallback, unless the factory's *rest.Config
+// sets ContentType or AcceptContentTypes, which then apply as given
+// (client-go's rule for its typed clients). Otherwise, as for CRD Go types,
+// which servers only serve in JSON anyway, it asks for JSON only. The
+// informer is named after the resource, such as "v1/pods", and its Lister
+// reports that resource in NotFound errors.
 //
 // For resolves T's resource through discovery once; later calls for T
 // contact no server. It does not start the informer: Factory.Start does,
