@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -120,10 +121,14 @@ func TestFactoryWaitForCacheSyncAfterShutdown(t *testing.T) {
 // makes For fail; so does the end of Start's context.
 func TestFactoryShutdown(t *testing.T) {
 	t.Run("after start", func(t *testing.T) {
+		before := goleak.IgnoreCurrent()
 		srv := newFakeAPI(t, podsResource)
 		f := newTestFactory(t, srv, FactoryOptions{})
 		pods, err := For[*corev1.Pod](f)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ForMetadata(f, podsGVR); err != nil {
 			t.Fatal(err)
 		}
 		syncFactory(t, t.Context(), f)
@@ -131,6 +136,8 @@ func TestFactoryShutdown(t *testing.T) {
 		if !pods.IsStopped() {
 			t.Error("informer not stopped after Shutdown")
 		}
+		srv.Close()
+		goleak.VerifyNone(t, before)
 		f.Shutdown()
 		f.Start(t.Context())
 		if _, err := For[*corev1.Pod](f); !errors.Is(err, ErrFactoryStopped) {
