@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -387,5 +389,73 @@ func TestFactoryForUnstructuredAndMetadata(t *testing.T) {
 	cmReqs := resourceRequests(srv, "/configmaps")
 	if len(cmReqs) == 0 || !strings.Contains(cmReqs[0].Accept, "as=PartialObjectMetadata") || cmReqs[0].Path != "/api/v1/namespaces/a/configmaps" {
 		t.Errorf("configmaps requests %+v, want metadata requests in namespace a", cmReqs)
+	}
+}
+
+// lateMapper knows no kind until it is reset, like a discovery cache made
+// before a CRD was installed.
+type lateMapper struct {
+	*meta.DefaultRESTMapper
+	mu     sync.Mutex
+	resets int
+}
+
+func (m *lateMapper) RESTMappingWithContext(ctx context.Context, gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.mu.Lock()
+	resets := m.resets
+	m.mu.Unlock()
+	if resets == 0 {
+		return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+	}
+	return m.DefaultRESTMapper.RESTMappingWithContext(ctx, gk, versions...)
+}
+
+func (m *lateMapper) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.resets++
+}
+
+// blockingMapper blocks until its context ends, like discovery from a
+// server that does not answer.
+type blockingMapper struct {
+	*meta.DefaultRESTMapper
+	entered chan struct{}
+}
+
+func (m *blockingMapper) RESTMappingWithContext(ctx context.Context, gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	close(m.entered)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestFactoryRESTMapper: a user's RESTMapper is used, reset once when it
+// knows no match; Shutdown ends a For waiting for discovery.
+func TestFactoryRESTMapper(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	known := meta.NewDefaultRESTMapper(nil)
+	known.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+
+	late := &lateMapper{DefaultRESTMapper: known}
+	f := newTestFactory(t, srv, FactoryOptions{RESTMapper: late})
+	if _, err := For[*corev1.ConfigMap](f); !errors.Is(err, ErrUnknownResource) || late.resets != 1 {
+		t.Errorf("For[*corev1.ConfigMap]: %v after %d resets; want ErrUnknownResource after 1", err, late.resets)
+	}
+	if _, err := For[*corev1.Pod](f); err != nil || late.resets != 1 {
+		t.Errorf("For[*corev1.Pod]: %v after %d resets; want no error and no more resets", err, late.resets)
+	}
+	syncFactory(t, t.Context(), f)
+
+	blocking := &blockingMapper{DefaultRESTMapper: known, entered: make(chan struct{})}
+	f = newTestFactory(t, srv, FactoryOptions{RESTMapper: blocking})
+	errc := make(chan error)
+	go func() {
+		_, err := For[*corev1.Pod](f)
+		errc <- err
+	}()
+	<-blocking.entered
+	f.Shutdown()
+	if err := <-errc; !errors.Is(err, ErrFactoryStopped) {
+		t.Errorf("For during Shutdown: %v, want ErrFactoryStopped", err)
 	}
 }
