@@ -38,7 +38,8 @@ type Resource struct {
 	// must be in the server's scheme.
 	GVK schema.GroupVersionKind
 	// Name is the plural resource name, such as "pods".
-	Name       string
+	Name string
+	// Namespaced is whether its objects live in namespaces.
 	Namespaced bool
 	// Protobuf is whether the server answers in protobuf when asked, as
 	// for built-in types (never for CRDs).
@@ -361,7 +362,7 @@ func partial(obj runtime.Object) *metav1.PartialObjectMetadata {
 	}
 }
 
-// snapshot returns the objects of res in namespace ("" for all) sorted by
+// snapshotLocked returns the objects of res in namespace ("" for all) sorted by
 // key, and the current resource version. The caller holds mu.
 func (s *Server) snapshotLocked(res Resource, namespace string) ([]runtime.Object, uint64) {
 	objs := s.objects[res.gvr()]
