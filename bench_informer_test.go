@@ -299,15 +299,9 @@ func sendPaced(lw *benchLW, evs []watch.Event, rate int, sent []atomic.Int64) {
 	}
 }
 
-// latencyRun is a synced informer of either implementation with latency
-// handlers and, optionally, a stalled one.
-type latencyRun struct {
-	stop func()
-}
-
 // startLatencyRun starts impl on lw with fast latency handlers; stalled, if
 // set, is added too and blocks until released.
-func startLatencyRun(b *testing.B, impl string, lw *benchLW, fast *latencyHandler, stalled chan struct{}, coalesce bool) latencyRun {
+func startLatencyRun(b *testing.B, impl string, lw *benchLW, fast *latencyHandler, stalled chan struct{}, coalesce bool) informerRun {
 	block := func() { <-stalled }
 	switch impl {
 	case "upstream":
@@ -315,8 +309,7 @@ func startLatencyRun(b *testing.B, impl string, lw *benchLW, fast *latencyHandle
 		if stalled != nil {
 			hs = append(hs, cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ any) { block() }})
 		}
-		run := runUpstreamInformer(b, lw, hs...)
-		return latencyRun{run.stop}
+		return runUpstreamInformer(b, lw, hs...)
 	default:
 		inf, err := NewSharedIndexInformer(ListerWatcher[*corev1.Pod](lw), SharedIndexInformerOptions[*corev1.Pod]{
 			Reflector: ReflectorOptions{WatchList: WatchListOff},
@@ -335,7 +328,7 @@ func startLatencyRun(b *testing.B, impl string, lw *benchLW, fast *latencyHandle
 		for !inf.HasSynced() {
 			runtime.Gosched()
 		}
-		return latencyRun{func() { cancel(); wg.Wait() }}
+		return informerRun{func() { cancel(); wg.Wait() }}
 	}
 }
 
