@@ -1,7 +1,6 @@
 package informers
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -139,13 +138,10 @@ func runCRUD[T informer.Object](t *testing.T, c crudCase[T]) {
 	del("obj-0")
 	del("pre-0")
 
-	server := func(ctx context.Context) (kubetest.State, error) {
-		return kubetest.ListState(ctx, cl.Metadata, c.gvr, ns)
-	}
-	if _, err := kubetest.WaitConverged(ctx, 30*time.Second, server, map[string]func() kubetest.State{
-		"cache":    func() kubetest.State { return kubetest.CacheState(inf) },
-		"handlers": mirror.State,
-	}); err != nil {
+	if _, err := kubetest.WaitConverged(ctx, 30*time.Second, kubetest.MetadataLister(cl.Metadata, ns),
+		kubetest.Cache{Name: "cache", GVR: c.gvr, State: func() kubetest.State { return kubetest.CacheState(inf) }},
+		kubetest.Cache{Name: "handlers", GVR: c.gvr, State: mirror.State},
+	); err != nil {
 		t.Fatal(err)
 	}
 	if err := mirror.Err(); err != nil {

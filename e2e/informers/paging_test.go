@@ -79,12 +79,9 @@ func TestPagedList(t *testing.T) {
 	if got := inf.GetIndexer().Len(); got != n {
 		t.Errorf("cache holds %d PodTemplates, want %d", got, n)
 	}
-	server := func(ctx context.Context) (kubetest.State, error) {
-		return kubetest.ListState(ctx, check.Metadata, podTemplatesGVR, ns)
-	}
-	if _, err := kubetest.WaitConverged(ctx, 30*time.Second, server, map[string]func() kubetest.State{
-		"cache": func() kubetest.State { return kubetest.CacheState(inf) },
-	}); err != nil {
+	if _, err := kubetest.WaitConverged(ctx, 30*time.Second, kubetest.MetadataLister(check.Metadata, ns),
+		kubetest.Cache{Name: "cache", GVR: podTemplatesGVR, State: func() kubetest.State { return kubetest.CacheState(inf) }},
+	); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -64,12 +64,9 @@ func syncObserved(t *testing.T, ctx context.Context, c, check *kubetest.Clients,
 	if err := informer.WaitForCacheSync(testContext(t, 30*time.Second), inf); err != nil {
 		t.Fatal(err)
 	}
-	server := func(ctx context.Context) (kubetest.State, error) {
-		return kubetest.ListState(ctx, check.Metadata, configMapsGVR, ns)
-	}
-	if _, err := kubetest.WaitConverged(ctx, 30*time.Second, server, map[string]func() kubetest.State{
-		"cache": func() kubetest.State { return kubetest.CacheState(inf) },
-	}); err != nil {
+	if _, err := kubetest.WaitConverged(ctx, 30*time.Second, kubetest.MetadataLister(check.Metadata, ns),
+		kubetest.Cache{Name: "cache", GVR: configMapsGVR, State: func() kubetest.State { return kubetest.CacheState(inf) }},
+	); err != nil {
 		t.Fatal(err)
 	}
 	return tap, func() []error {

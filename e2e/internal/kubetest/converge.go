@@ -119,11 +119,29 @@ func ListState(ctx context.Context, md metadata.Interface, gvr schema.GroupVersi
 // ErrNotConverged is returned by WaitConverged when the deadline passes first.
 var ErrNotConverged = errors.New("kubetest: cache did not converge")
 
-// WaitConverged polls until every one of caches equals what server returns, or until timeout,
-// and returns how long it took. Each round lists the server once and compares every cache to
-// that LIST. Transient LIST errors (the server restarting, a throttled identity) are retried
-// until the deadline; the last difference or error is in the returned error.
-func WaitConverged(ctx context.Context, timeout time.Duration, server func(context.Context) (State, error), caches map[string]func() State) (time.Duration, error) {
+// Cache is a state to compare with the server: an informer's cache, or the state its handler
+// rebuilt, of one resource.
+type Cache struct {
+	Name  string
+	GVR   schema.GroupVersionResource
+	State func() State
+}
+
+// ServerLister lists the state of a resource from the server.
+type ServerLister func(ctx context.Context, gvr schema.GroupVersionResource) (State, error)
+
+// MetadataLister returns a ServerLister that lists namespace ("" for all) with ListState.
+func MetadataLister(md metadata.Interface, namespace string) ServerLister {
+	return func(ctx context.Context, gvr schema.GroupVersionResource) (State, error) {
+		return ListState(ctx, md, gvr, namespace)
+	}
+}
+
+// WaitConverged polls until every one of caches equals what list returns for its resource, or
+// until timeout, and returns how long it took. Each round lists each resource once and compares
+// every cache of it to that LIST. LIST errors (the server restarting) are retried until the
+// deadline; the last differences or error are in the returned error.
+func WaitConverged(ctx context.Context, timeout time.Duration, list ServerLister, caches ...Cache) (time.Duration, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -131,19 +149,8 @@ func WaitConverged(ctx context.Context, timeout time.Duration, server func(conte
 	defer tick.Stop()
 	var last error
 	for {
-		want, err := server(ctx)
-		if err == nil {
-			last = nil
-			for _, name := range slices.Sorted(maps.Keys(caches)) {
-				if d := Compare(caches[name](), want); !d.Empty() {
-					last = errors.Join(last, fmt.Errorf("%s: %v (server has %d objects)", name, d, len(want)))
-				}
-			}
-			if last == nil {
-				return time.Since(start), nil
-			}
-		} else {
-			last = err
+		if last = compareAll(ctx, list, caches); last == nil {
+			return time.Since(start), nil
 		}
 		select {
 		case <-ctx.Done():
@@ -151,4 +158,25 @@ func WaitConverged(ctx context.Context, timeout time.Duration, server func(conte
 		case <-tick.C:
 		}
 	}
+}
+
+// compareAll lists each resource of caches once and returns how the caches differ, nil if they
+// do not.
+func compareAll(ctx context.Context, list ServerLister, caches []Cache) error {
+	listed := make(map[schema.GroupVersionResource]State)
+	var errs []error
+	for _, c := range caches {
+		want, ok := listed[c.GVR]
+		if !ok {
+			var err error
+			if want, err = list(ctx, c.GVR); err != nil {
+				return err
+			}
+			listed[c.GVR] = want
+		}
+		if d := Compare(c.State(), want); !d.Empty() {
+			errs = append(errs, fmt.Errorf("%s: %v (server has %d %s)", c.Name, d, len(want), c.GVR.Resource))
+		}
+	}
+	return errors.Join(errs...)
 }
