@@ -398,3 +398,35 @@ func TestDefaultWatchErrorHandler(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestReflectorRunWaitsForResync checks that Run does not return while a
+// goroutine it started, here the resync timer's inside ShouldResync, is
+// still running.
+func TestReflectorRunWaitsForResync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, _ := oneWatch(&ListPage[*corev1.Pod]{})
+		entered, release := make(chan struct{}), make(chan struct{})
+		r, err := NewReflector(lw, NewFIFO(MetaNamespaceKeyFunc[*corev1.Pod]), ReflectorOptions{
+			WatchList: WatchListOff, ResyncPeriod: time.Minute,
+			ShouldResync: func() bool { close(entered); <-release; return false },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		<-entered
+		cancel()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("Run returned while ShouldResync was running")
+		default:
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Errorf("Run returned %v", err)
+		}
+	})
+}
