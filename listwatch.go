@@ -160,6 +160,7 @@ type clientListWatch[E any, T interface {
 // errNoListMeta reports a list type without list metadata.
 var errNoListMeta = errors.New("informer: the list type has no list metadata")
 
+// List lists with the client and copies each item out of the list.
 func (lw *clientListWatch[E, T, L]) List(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
 	if lw.tweak != nil {
 		lw.tweak(&opts)
@@ -190,6 +191,7 @@ func (lw *clientListWatch[E, T, L]) List(ctx context.Context, opts metav1.ListOp
 	return page, nil
 }
 
+// Watch watches with the client.
 func (lw *clientListWatch[E, T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if lw.tweak != nil {
 		lw.tweak(&opts)

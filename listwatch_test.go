@@ -35,10 +35,9 @@ var (
 // stubClient is a typed client whose List returns a fixed list and which
 // records the options of its calls.
 type stubClient[L runtime.Object] struct {
-	list        L
-	listOpts    []metav1.ListOptions
-	watchOpts   []metav1.ListOptions
-	unsupported bool
+	list      L
+	listOpts  []metav1.ListOptions
+	watchOpts []metav1.ListOptions
 }
 
 func (c *stubClient[L]) List(_ context.Context, opts metav1.ListOptions) (L, error) {

@@ -58,6 +58,7 @@ const (
 	WatchListOff
 )
 
+// String returns the name of the mode: "Auto", "On" or "Off".
 func (m WatchListMode) String() string {
 	switch m {
 	case WatchListAuto:
@@ -286,9 +287,10 @@ func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts R
 }
 
 // LastSyncResourceVersion returns the resource version the Reflector last
-// synced to: that of its last list, or of the last event it applied. It may
-// run ahead of a store that queues what it is given, and it is "" before the
-// first list.
+// synced to: that of its last list, or of the last event it applied. While
+// events stream in it is updated each time the Reflector waits for the
+// next one, not after every event. It may run ahead of a store that queues
+// what it is given, and it is "" before the first list.
 func (r *Reflector[T]) LastSyncResourceVersion() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -58,10 +58,12 @@ type EventError struct {
 	Err    error
 }
 
+// Error names the event type and the object, and the cause.
 func (e *EventError) Error() string {
 	return fmt.Sprintf("informer: %s event with %s: %v", e.Type, describe(e.Object), e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *EventError) Unwrap() error { return e.Err }
 
 // describe names obj by type, and by namespace and name when it has them,
@@ -106,6 +108,7 @@ func errorEventError(ev watch.Event) error {
 // unexpected EOF, and as an error otherwise.
 func DefaultWatchErrorHandler(ctx context.Context, err error) {
 	logger := klog.FromContext(ctx)
+	var skipped *EventError
 	switch {
 	case errors.Is(err, io.EOF):
 	case isExpiredError(err), errors.Is(err, ErrWatchListFallback), errors.Is(err, ErrContinueExpired):
@@ -114,6 +117,8 @@ func DefaultWatchErrorHandler(ctx context.Context, err error) {
 		logger.V(2).Info("Watch refused, backing off", "err", err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		logger.V(1).Info("Watch closed with unexpected EOF", "err", err)
+	case errors.As(err, &skipped) && skipped.Type != watch.Error:
+		logger.Error(err, "Skipped a watch event")
 	default:
 		logger.Error(err, "Failed to watch")
 	}

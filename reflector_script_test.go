@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -257,7 +258,11 @@ func scriptError(kind string) (error, error) {
 	case "expired":
 		return apierrors.NewResourceExpired("too old resource version"), nil
 	case "gone":
-		return apierrors.NewGone("too old resource version"), nil
+		// What servers before 1.18 sent (apierrors.NewGone, deprecated).
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonGone,
+			Message: "too old resource version",
+		}}, nil
 	case "toolarge":
 		err := apierrors.NewTimeoutError("Too large resource version: 99, current: 20", 1)
 		err.ErrStatus.Details.Causes = []metav1.StatusCause{{

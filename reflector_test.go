@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/typedkube/informer/internal/testobj"
 )
@@ -386,6 +387,8 @@ func TestDefaultWatchErrorHandler(t *testing.T) {
 		{fmt.Errorf("informer: watch: %w", tooMany), `"level"=2 "msg"="Watch refused, backing off"`},
 		{fmt.Errorf("informer: watch: %w", io.ErrUnexpectedEOF), `"level"=1 "msg"="Watch closed with unexpected EOF"`},
 		{errors.New("boom"), `"msg"="Failed to watch" "error"="boom"`},
+		{&EventError{Type: watch.Added, Err: ErrUnexpectedObject}, `"msg"="Skipped a watch event"`},
+		{fmt.Errorf("informer: watch: %w", &EventError{Type: watch.Error, Err: ErrUnexpectedObject}), `"msg"="Failed to watch"`},
 	} {
 		var buf bytes.Buffer
 		logger := funcr.New(func(prefix, args string) { fmt.Fprintln(&buf, args) }, funcr.Options{Verbosity: 10, LogInfoLevel: ptrTo("level")})
@@ -398,3 +401,104 @@ func TestDefaultWatchErrorHandler(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestReflectorRunWaitsForResync checks that Run does not return while a
+// goroutine it started, here the resync timer's inside ShouldResync, is
+// still running.
+func TestReflectorRunWaitsForResync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, _ := oneWatch(&ListPage[*corev1.Pod]{})
+		entered, release := make(chan struct{}), make(chan struct{})
+		r, err := NewReflector(lw, NewFIFO(MetaNamespaceKeyFunc[*corev1.Pod]), ReflectorOptions{
+			WatchList: WatchListOff, ResyncPeriod: time.Minute,
+			ShouldResync: func() bool { close(entered); <-release; return false },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		<-entered
+		cancel()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("Run returned while ShouldResync was running")
+		default:
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Errorf("Run returned %v", err)
+		}
+	})
+}
+
+// TestReflectorClockOption checks that the Reflector measures time with the
+// Clock it is given: its backoff waits for that clock.
+func TestReflectorClockOption(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := testingclock.NewFakeClock(time.Now())
+		var lists atomic.Int32
+		lw := funcLW{ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+			lists.Add(1)
+			return nil, errors.New("no")
+		}}
+		r, err := NewReflector(lw, podStore(), ReflectorOptions{WatchList: WatchListOff, Clock: clk,
+			WatchErrorHandler: func(context.Context, error) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		time.Sleep(time.Hour) // real (bubble) time does not move the reflector
+		synctest.Wait()
+		if n := lists.Load(); n != 1 {
+			t.Fatalf("%d lists before the fake clock moved, want 1", n)
+		}
+		clk.Step(2 * time.Second) // past the first backoff, at most 1.6s
+		synctest.Wait()
+		if n := lists.Load(); n != 2 {
+			t.Errorf("%d lists after the fake clock moved, want 2", n)
+		}
+		cancel()
+		<-done
+	})
+}
+
+// TestWatchListWaitWarning checks that a watch-list stream that goes quiet
+// before its initial-events-end bookmark is logged about, every 10s of
+// silence.
+func TestWatchListWaitWarning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs []string
+		logger := funcr.New(func(_, args string) { logs = append(logs, args) }, funcr.Options{})
+		ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
+		lw := funcLW{WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			w := watch.NewFakeWithChanSize(1, false)
+			w.Add(testobj.Pod("ns", "a", "1"))
+			return w, nil
+		}}
+		r, err := NewReflector(lw, podStore(), ReflectorOptions{WatchList: WatchListOn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		time.Sleep(35 * time.Second)
+		cancel()
+		<-done
+		var warnings int
+		for _, l := range logs {
+			if strings.Contains(l, "still waiting for the bookmark") {
+				warnings++
+			}
+		}
+		// The event at 0s counts as progress at the 10s tick; then 20s and
+		// 30s are silent.
+		if warnings != 2 {
+			t.Errorf("%d warnings, want 2: %q", warnings, logs)
+		}
+	})
+}
