@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"time"
-	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,14 +129,9 @@ func timeoutOf(opts metav1.ListOptions) time.Duration {
 // a struct with list metadata and a field Items []E, where T is *E, and
 // returns a function giving the items of such a list as a []T.
 //
-// The function reads the field with reflection once per list; each item is
-// then a pointer into the list's array, computed with pointer arithmetic,
-// with no copy and no allocation. The array therefore stays in memory as
-// long as one of its items does, much as client-go's informers behaved
-// before 1.27, where its reflector copies each item instead (with
-// reflection): in the worst case, where a few objects of each page never
-// change, the factory's informers hold a page's worth of older objects
-// beside the current ones until the next relist.
+// The function copies each item into an allocation of its own (a shallow
+// copy, made with reflection because For names T but not E), so that a
+// cached object does not keep its whole list page alive.
 func itemsOf[T Object](list reflect.Type) (func(runtime.Object) []T, error) {
 	ptr := reflect.TypeFor[T]()
 	if ptr.Kind() != reflect.Pointer {
@@ -151,18 +145,18 @@ func itemsOf[T Object](list reflect.Type) (func(runtime.Object) []T, error) {
 	if !ok || field.Type != reflect.SliceOf(ptr.Elem()) {
 		return nil, fmt.Errorf("%w: the list type %v of %v has no field Items []%v", ErrNotRegistered, list, ptr, ptr.Elem())
 	}
-	index, size := field.Index, ptr.Elem().Size()
+	index, elem := field.Index, ptr.Elem()
 	return func(l runtime.Object) []T {
 		items := reflect.ValueOf(l).Elem().FieldByIndex(index)
 		out := make([]T, items.Len())
-		if len(out) == 0 {
-			return out
-		}
-		base := items.UnsafePointer() // the array of the []E
 		for i := range out {
-			p := unsafe.Add(base, uintptr(i)*size)
-			// T is *E: a pointer, with the representation of p.
-			out[i] = *(*T)(unsafe.Pointer(&p))
+			// Each item gets an allocation of its own, a shallow copy, as
+			// client-go's reflector makes since 1.27: a pointer into the
+			// list's array would keep the whole page, with stale versions
+			// of the other objects, alive as long as this one is cached.
+			v := reflect.New(elem)
+			v.Elem().Set(items.Index(i))
+			out[i] = v.Interface().(T)
 		}
 		return out
 	}, nil
