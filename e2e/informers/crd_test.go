@@ -36,13 +36,13 @@ func TestCRDTyped(t *testing.T) {
 	runCRUD(t, crudCase[*widget.Widget]{
 		gvr:   widget.GVR,
 		setup: installWidgets,
-		newLW: func(t *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*widget.Widget] {
+		informer: direct(widget.GVR, func(t *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*widget.Widget] {
 			client, err := widget.NewClient(c.Config, ns)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return informer.ListWatchFromClient[widget.Widget](client, nil)
-		},
+		}),
 		object: widgetObject,
 		check: func(w *widget.Widget) error {
 			if w.Spec.Color != "blue-"+w.Name || w.Spec.Size != int64(len(w.Name)) {
@@ -58,9 +58,9 @@ func TestCRDUnstructured(t *testing.T) {
 	runCRUD(t, crudCase[*unstructured.Unstructured]{
 		gvr:   widget.GVR,
 		setup: installWidgets,
-		newLW: func(_ *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*unstructured.Unstructured] {
+		informer: direct(widget.GVR, func(_ *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*unstructured.Unstructured] {
 			return informer.ListWatchFromDynamic(c.Dynamic.Resource(widget.GVR).Namespace(ns), nil)
-		},
+		}),
 		object: widgetObject,
 		check: func(u *unstructured.Unstructured) error {
 			color, _, _ := unstructured.NestedString(u.Object, "spec", "color")

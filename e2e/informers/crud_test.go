@@ -18,16 +18,33 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// crudCase is one kind of informer under test: the resource, how to build its ListerWatcher for
-// a namespace, the object to create, and a check of an object the informer hands out that reads
-// it through T's own fields.
+// crudCase is one kind of informer under test: the resource, how to make the informer for a
+// namespace, the object to create, and a check of an object the informer hands out that reads it
+// through T's own fields.
 type crudCase[T informer.Object] struct {
 	gvr schema.GroupVersionResource
 	// setup, if set, prepares ns before the test writes there (installs a CRD).
-	setup  func(t *testing.T, c *kubetest.Clients, ns string)
-	newLW  func(t *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[T]
-	object func(name string) *unstructured.Unstructured
-	check  func(obj T) error
+	setup func(t *testing.T, c *kubetest.Clients, ns string)
+	// informer returns the informer under test, not started, and what runs it: the informer
+	// itself, or its Factory.
+	informer func(t *testing.T, c *kubetest.Clients, ns string) (*informer.SharedIndexInformer[T], kubetest.Runner)
+	object   func(name string) *unstructured.Unstructured
+	check    func(obj T) error
+}
+
+// direct makes crudCase.informer for an informer built directly over the ListerWatcher newLW
+// returns.
+func direct[T informer.Object](gvr schema.GroupVersionResource, newLW func(t *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[T]) func(*testing.T, *kubetest.Clients, string) (*informer.SharedIndexInformer[T], kubetest.Runner) {
+	return func(t *testing.T, c *kubetest.Clients, ns string) (*informer.SharedIndexInformer[T], kubetest.Runner) {
+		t.Helper()
+		inf, err := informer.NewSharedIndexInformer(newLW(t, c, ns), informer.SharedIndexInformerOptions[T]{
+			Resource: gvr.GroupResource(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inf, inf
+	}
 }
 
 // write is a change the test made, as the handlers should see it.
@@ -83,12 +100,7 @@ func runCRUD[T informer.Object](t *testing.T, c crudCase[T]) {
 	initial := writes
 	writes = nil
 
-	inf, err := informer.NewSharedIndexInformer(c.newLW(t, cl, ns), informer.SharedIndexInformerOptions[T]{
-		Resource: c.gvr.GroupResource(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inf, runner := c.informer(t, cl, ns)
 	mirror := kubetest.NewMirror[T]()
 	mirror.Record = true
 	reg, err := inf.AddEventHandler(mirror)
@@ -113,7 +125,7 @@ func runCRUD[T informer.Object](t *testing.T, c crudCase[T]) {
 		t.Fatal(err)
 	}
 
-	stop := kubetest.Start(ctx, inf)
+	stop := kubetest.Start(ctx, runner)
 	defer func() {
 		if err := stop(30 * time.Second); err != nil {
 			t.Error(err)

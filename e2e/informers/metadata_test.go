@@ -14,9 +14,9 @@ import (
 func TestMetadataPods(t *testing.T) {
 	runCRUD(t, crudCase[*metav1.PartialObjectMetadata]{
 		gvr: podsGVR,
-		newLW: func(_ *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*metav1.PartialObjectMetadata] {
+		informer: direct(podsGVR, func(_ *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*metav1.PartialObjectMetadata] {
 			return informer.ListWatchFromMetadata(c.Metadata.Resource(podsGVR).Namespace(ns), nil)
-		},
+		}),
 		object: podObject,
 		check: func(m *metav1.PartialObjectMetadata) error {
 			if m.UID == "" || m.CreationTimestamp.IsZero() || m.Labels["app"] != "e2e" {

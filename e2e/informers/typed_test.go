@@ -33,9 +33,9 @@ func podObject(name string) *unstructured.Unstructured {
 func TestTypedPods(t *testing.T) {
 	runCRUD(t, crudCase[*corev1.Pod]{
 		gvr: podsGVR,
-		newLW: func(_ *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*corev1.Pod] {
+		informer: direct(podsGVR, func(_ *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*corev1.Pod] {
 			return informer.ListWatchFromClient[corev1.Pod](c.Kube.CoreV1().Pods(ns), nil)
-		},
+		}),
 		object: podObject,
 		check: func(p *corev1.Pod) error {
 			if len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Image != podImage {
@@ -52,9 +52,9 @@ func TestTypedPods(t *testing.T) {
 func TestTypedConfigMaps(t *testing.T) {
 	runCRUD(t, crudCase[*corev1.ConfigMap]{
 		gvr: configMapsGVR,
-		newLW: func(_ *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*corev1.ConfigMap] {
+		informer: direct(configMapsGVR, func(_ *testing.T, c *kubetest.Clients, ns string) informer.ListerWatcher[*corev1.ConfigMap] {
 			return informer.ListWatchFromClient[corev1.ConfigMap](c.Kube.CoreV1().ConfigMaps(ns), nil)
-		},
+		}),
 		object: func(name string) *unstructured.Unstructured {
 			return &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "v1",

@@ -108,3 +108,27 @@ func TestUnprivileged(t *testing.T) {
 	}
 	t.Logf("%d requests, %d LISTs in %v; gaps between LISTs %v", len(reqs), len(lists), elapsed.Round(time.Millisecond), gaps)
 }
+
+// TestUnprivilegedFactory checks the Factory's side of it: WaitForCacheSync gives up with an
+// error wrapping informer.ErrNotSynced and naming the informer, and Shutdown returns.
+func TestUnprivilegedFactory(t *testing.T) {
+	verifyNoGoroutinesLeft(t)
+	ctx := testContext(t, time.Minute)
+	ns := newNamespace(t, adminClients(t))
+	f := newFactory(t, srv.UnprivilegedConfig(), ns, informer.FactoryOptions{})
+	defer f.Shutdown()
+	if _, err := informer.For[*corev1.Pod](f); err != nil {
+		t.Fatal(err) // discovery is allowed to every authenticated user
+	}
+	f.Start(ctx)
+	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	synced, err := f.WaitForCacheSync(waitCtx)
+	if !errors.Is(err, informer.ErrNotSynced) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "v1/pods") {
+		t.Errorf("WaitForCacheSync: %v, want ErrNotSynced naming v1/pods, wrapping context.DeadlineExceeded", err)
+	}
+	if synced["v1/pods"] {
+		t.Errorf("synced = %v", synced)
+	}
+	t.Logf("WaitForCacheSync: %v", err)
+}

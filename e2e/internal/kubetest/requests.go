@@ -18,6 +18,7 @@ type Request struct {
 	Method string
 	Path   string // such as /api/v1/namespaces/ns/pods
 	Query  url.Values
+	Accept string // the Accept header: which encodings the client asked for
 	// Status is the response's status code, or 0 if the round trip failed (Err is then set).
 	Status int
 	Err    error
@@ -81,7 +82,7 @@ type logRoundTripper struct {
 
 func (t *logRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.rt.RoundTrip(req)
-	r := Request{Time: time.Now(), Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), Err: err}
+	r := Request{Time: time.Now(), Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), Accept: req.Header.Get("Accept"), Err: err}
 	if resp != nil {
 		r.Status = resp.StatusCode
 	}
