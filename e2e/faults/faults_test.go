@@ -51,7 +51,7 @@ var (
 	podTemplatesGVR = corev1.SchemeGroupVersion.WithResource("podtemplates")
 )
 
-// TestFaults runs informers of five kinds, all as the throttled identity through the harness's
+// TestFaults runs informers of six kinds, all as the throttled identity through the harness's
 // proxy, while writers change their objects, and injects the planned faults in a random order
 // (the seed is logged). Writes go on during each fault. After each, every cache and every
 // handler's rebuilt state must equal a fresh LIST within convergeWithin, and every handler must
@@ -115,6 +115,22 @@ func TestFaults(t *testing.T) {
 	add(newSubject("configmaps-unstructured", configMapsGVR,
 		informer.ListWatchFromDynamic(thr.Dynamic.Resource(configMapsGVR).Namespace(ns), nil),
 		informer.SharedIndexInformerOptions[*unstructured.Unstructured]{Reflector: reflector(informer.WatchListAuto)}))
+	// And ConfigMaps from a Factory: protobuf, through the factory's own REST client.
+	factoryErrs := &kubetest.WatchErrors{}
+	f, err := informer.NewFactory(thr.Config, informer.FactoryOptions{
+		Namespace: ns,
+		Informer: informer.InformerOptions{Reflector: informer.ReflectorOptions{
+			Backoff: backoff, WatchErrorHandler: factoryErrs.Handle,
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factoryCMs, err := informer.For[*corev1.ConfigMap](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(subjectOf("configmaps-factory", configMapsGVR, factoryCMs, factoryRunner{f}, factoryErrs))
 	var caches []kubetest.Cache
 	for _, s := range subjects {
 		caches = append(caches, s.caches...)
@@ -173,7 +189,7 @@ func TestFaults(t *testing.T) {
 		}
 		return err
 	}
-	f := &faulter{log: &log, subjects: subjects, anchor: anchor, podTemplates: writers[2]}
+	fl := &faulter{log: &log, subjects: subjects, anchor: anchor, podTemplates: writers[2]}
 	stats := map[faultKind]*faultStats{}
 	lister := kubetest.MetadataLister(admin.Metadata, ns)
 	began := time.Now()
@@ -188,7 +204,7 @@ func TestFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		effect, err := f.inject(ctx, kind)
+		effect, err := fl.inject(ctx, kind)
 		if err != nil {
 			stopWriters()
 			wg.Wait()

@@ -34,6 +34,12 @@ func newSubject[T informer.Object](name string, gvr schema.GroupVersionResource,
 	if err != nil {
 		return nil, fmt.Errorf("informer %s: %w", name, err)
 	}
+	return subjectOf(name, gvr, inf, inf, errs)
+}
+
+// subjectOf adds a Mirror handler to inf, which run runs (the informer itself, or its Factory),
+// and whose watch errors go to errs.
+func subjectOf[T informer.Object](name string, gvr schema.GroupVersionResource, inf *informer.SharedIndexInformer[T], run kubetest.Runner, errs *kubetest.WatchErrors) (*subject, error) {
 	mirror := kubetest.NewMirror[T]()
 	reg, err := inf.AddEventHandler(mirror, informer.HandlerOptions{Name: name + "/mirror"})
 	if err != nil {
@@ -42,7 +48,7 @@ func newSubject[T informer.Object](name string, gvr schema.GroupVersionResource,
 	return &subject{
 		name:  name,
 		gvr:   gvr,
-		run:   inf,
+		run:   run,
 		syncs: []informer.Syncer{inf, reg},
 		errs:  errs,
 		caches: []kubetest.Cache{
@@ -78,4 +84,14 @@ func startSubjects(ctx context.Context, subjects []*subject, timeout time.Durati
 		return stop, err
 	}
 	return stop, nil
+}
+
+// factoryRunner runs a Factory as a kubetest.Runner: Start, then Shutdown when ctx ends.
+type factoryRunner struct{ f *informer.Factory }
+
+func (r factoryRunner) Run(ctx context.Context) error {
+	r.f.Start(ctx)
+	<-ctx.Done()
+	r.f.Shutdown()
+	return nil
 }
