@@ -1,0 +1,129 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/typedkube/informer/e2e/internal/kubetest"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// benchConfig is the config both implementations use: the admin identity, straight to the API
+// server, without client-side rate limits.
+func benchConfig() *rest.Config {
+	cfg := srv.AdminConfig()
+	cfg.Host = srv.APIServerURL()
+	cfg.QPS = -1
+	return cfg
+}
+
+// benchPod is a Pod of about 1.5 KB, as DESIGN.md's benchmarks use: labels, an annotation, a
+// container with environment variables, ports and resources.
+func benchPod(i int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("pod-%05d", i),
+			Labels: map[string]string{
+				"app": "bench", "tier": []string{"web", "api", "db"}[i%3], "shard": fmt.Sprint(i % 16),
+				"app.kubernetes.io/part-of": "informer-bench", "app.kubernetes.io/version": "v1.2.3",
+			},
+			Annotations: map[string]string{"bench.typedkube.io/note": strings.Repeat("x", 300)},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:  "main",
+			Image: "registry.k8s.io/pause:3.10",
+			Args:  []string{"--listen=:8080", "--verbose", fmt.Sprintf("--id=%d", i)},
+			Env: []corev1.EnvVar{
+				{Name: "POD_INDEX", Value: fmt.Sprint(i)},
+				{Name: "MODE", Value: "benchmark"},
+				{Name: "LOG_LEVEL", Value: "info"},
+			},
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+			},
+		}}},
+	}
+}
+
+// Objects shared by the benchmarks of one binary, created once.
+var (
+	podsOnce sync.Once
+	podsNS   string
+	podsErr  error
+
+	configMapsOnce sync.Once
+	configMapsNS   string
+	configMapsErr  error
+)
+
+const (
+	coldStartPods  = 10000
+	watchedConfigs = 1000
+	createWorkers  = 16
+)
+
+// pods creates coldStartPods Pods in a namespace of their own, once per benchmark binary.
+func pods(b *testing.B) string {
+	b.Helper()
+	podsOnce.Do(func() {
+		podsNS, podsErr = populate(b, "bench-pods", coldStartPods, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+			_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, benchPod(i), metav1.CreateOptions{})
+			return err
+		})
+	})
+	if podsErr != nil {
+		b.Fatal(podsErr)
+	}
+	return podsNS
+}
+
+// configMaps creates watchedConfigs small ConfigMaps in a namespace of their own, once per
+// benchmark binary.
+func configMaps(b *testing.B) string {
+	b.Helper()
+	configMapsOnce.Do(func() {
+		configMapsNS, configMapsErr = populate(b, "bench-configmaps", watchedConfigs, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+			_, err := c.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i)},
+				Data:       map[string]string{"ts": "0"},
+			}, metav1.CreateOptions{})
+			return err
+		})
+	})
+	if configMapsErr != nil {
+		b.Fatal(configMapsErr)
+	}
+	return configMapsNS
+}
+
+// populate creates a namespace and n objects in it with create, createWorkers at a time.
+func populate(b *testing.B, prefix string, n int, create func(ctx context.Context, c *kubetest.Clients, ns string, i int) error) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := kubetest.NewClients(benchConfig())
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	ns, err := kubetest.NewNamespace(ctx, c.Kube, prefix)
+	if err != nil {
+		return "", err
+	}
+	start := time.Now()
+	err = kubetest.Parallel(ctx, n, createWorkers, func(ctx context.Context, i int) error { return create(ctx, c, ns, i) })
+	if err != nil {
+		return "", fmt.Errorf("populate %s: %w", ns, err)
+	}
+	d := time.Since(start)
+	b.Logf("created %d objects in %s in %v (%.0f/s, %d at a time)", n, ns, d.Round(time.Millisecond), float64(n)/d.Seconds(), createWorkers)
+	return ns, nil
+}
