@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/typedkube/informer/e2e/harness"
+	"github.com/typedkube/informer/e2e/internal/kubetest"
 	"go.uber.org/goleak"
 )
 
@@ -29,5 +30,6 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run()) // no benchmark asked for: no server
 	}
-	goleak.VerifyTestMain(harness.Main(m, harness.Options{}, func(s *harness.Server) { srv = s }))
+	opts := harness.Options{LogDir: kubetest.LogDir("benchmarks")}
+	goleak.VerifyTestMain(harness.Main(m, opts, func(s *harness.Server) { srv = s }))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -259,6 +260,13 @@ func TestFaults(t *testing.T) {
 			s.errs.Count(isExpired), s.errs.Count(apierrors.IsTooManyRequests))
 	}
 	t.Log(report.String())
+	// E2E_FAULT_REPORT names a file to write the report to, for CI to show (go test prints a
+	// passing test's log only with -v).
+	if path := os.Getenv("E2E_FAULT_REPORT"); path != "" {
+		if err := os.WriteFile(path, []byte(report.String()), 0o644); err != nil {
+			t.Errorf("write the fault report: %v", err)
+		}
+	}
 	if !testing.Short() && total < 50 {
 		t.Errorf("%d faults, want at least 50", total)
 	}

@@ -5,10 +5,10 @@
 package faults
 
 import (
-	"os"
 	"testing"
 
 	"github.com/typedkube/informer/e2e/harness"
+	"github.com/typedkube/informer/e2e/internal/kubetest"
 	"go.uber.org/goleak"
 )
 
@@ -18,8 +18,7 @@ var srv *harness.Server
 
 func TestMain(m *testing.M) {
 	opts := harness.Options{
-		// E2E_LOG_DIR keeps the servers' logs (they are removed with the servers otherwise).
-		LogDir: os.Getenv("E2E_LOG_DIR"),
+		LogDir: kubetest.LogDir("faults"),
 		// On SIGTERM kube-apiserver shuts its HTTP server down with a timeout of
 		// --request-timeout (60 s), which an open watch uses up: the harness then kills it
 		// after 30 s. With --shutdown-send-retry-after the timeout is 2 s, once the requests

@@ -14,7 +14,8 @@ import (
 var srv *harness.Server
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(harness.Main(m, harness.Options{}, func(s *harness.Server) { srv = s }))
+	opts := harness.Options{LogDir: kubetest.LogDir("informers")}
+	goleak.VerifyTestMain(harness.Main(m, opts, func(s *harness.Server) { srv = s }))
 }
 
 // verifyNoGoroutinesLeft checks, when the test ends (after the cleanups registered later, which

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/typedkube/informer/e2e/harness"
+	"github.com/typedkube/informer/e2e/internal/kubetest"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +33,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(harness.Main(buildFirst{m}, harness.Options{}, func(s *harness.Server) { srv = s }))
+	opts := harness.Options{LogDir: kubetest.LogDir("demo")}
+	goleak.VerifyTestMain(harness.Main(buildFirst{m}, opts, func(s *harness.Server) { srv = s }))
 }
 
 // buildFirst builds the demo binary before running the tests, and removes it after.
