@@ -17,14 +17,6 @@ import (
 var srv *harness.Server
 
 func TestMain(m *testing.M) {
-	opts := harness.Options{
-		LogDir: kubetest.LogDir("faults"),
-		// On SIGTERM kube-apiserver shuts its HTTP server down with a timeout of
-		// --request-timeout (60 s), which an open watch uses up: the harness then kills it
-		// after 30 s. With --shutdown-send-retry-after the timeout is 2 s, once the requests
-		// in flight (not watches) have drained, and a restart takes seconds. Requests that
-		// come meanwhile get 429 with Retry-After.
-		APIServerArgs: []string{"--shutdown-send-retry-after=true"},
-	}
+	opts := harness.Options{LogDir: kubetest.LogDir("faults")}
 	goleak.VerifyTestMain(harness.Main(m, opts, func(s *harness.Server) { srv = s }))
 }

@@ -138,6 +138,12 @@ func apiServerArgs(port int, certDir, etcdURL string, fileFlags []string) []stri
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
 		"--profiling=false",
+		// On SIGTERM the server shuts its HTTP server down with a timeout of --request-timeout
+		// (60 s), which an open watch uses up, so that stop would kill it after 30 s. With this
+		// flag the timeout is 2 s, once the requests in flight (not watches) have drained:
+		// RestartAPIServer with watches open takes seconds. Requests that come meanwhile get
+		// 429 with Retry-After, as from a server going away behind a load balancer.
+		"--shutdown-send-retry-after=true",
 	}
 	return append(args, fileFlags...)
 }
