@@ -32,8 +32,8 @@ type Controller struct {
 	queue      workqueue.TypedRateLimitingInterface[string]
 	logf       func(format string, args ...any)
 
-	mu     sync.Mutex
-	writes int // guarded by mu: ConfigMaps created or updated
+	mu     sync.Mutex // guards writes
+	writes int        // ConfigMaps created or updated
 }
 
 // keepSummaryData is the ConfigMap informer's transform: the controller reads only the
@@ -48,13 +48,7 @@ func keepSummaryData(cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 // NewController gets the informers it needs from f and registers its handlers. logf receives a
 // line per ConfigMap write.
 func NewController(f *informer.Factory, client kubernetes.Interface, logf func(format string, args ...any)) (*Controller, error) {
-	c := &Controller{
-		client: client,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: summaryName}),
-		logf: logf,
-	}
+	c := &Controller{client: client, logf: logf}
 	var err error
 	if c.pods, err = informer.For[*corev1.Pod](f); err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)
@@ -65,6 +59,11 @@ func NewController(f *informer.Factory, client kubernetes.Interface, logf func(f
 	if c.configMaps, err = informer.For(f, informer.ForOptions[*corev1.ConfigMap]{Transform: keepSummaryData}); err != nil {
 		return nil, fmt.Errorf("configmap informer: %w", err)
 	}
+
+	// The queue has goroutines of its own: Run shuts it down, or Close if Run is never called.
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: summaryName})
 
 	// The handlers are typed: the Pod's phase and the Namespace's labels are read without a cast.
 	podHandler := informer.ResourceEventHandlerFuncs[*corev1.Pod]{
@@ -106,6 +105,7 @@ func NewController(f *informer.Factory, client kubernetes.Interface, logf func(f
 	} {
 		reg, err := add()
 		if err != nil {
+			c.Close()
 			return nil, fmt.Errorf("add handler: %w", err)
 		}
 		regs = append(regs, reg)
@@ -136,6 +136,9 @@ func (c *Controller) Run(ctx context.Context, workers int, syncTimeout time.Dura
 	wg.Wait()
 	return nil
 }
+
+// Close releases the queue of a controller whose Run is not called.
+func (c *Controller) Close() { c.queue.ShutDown() }
 
 // processNext handles one namespace from the queue; false once the queue is shut down.
 func (c *Controller) processNext(ctx context.Context) bool {

@@ -20,6 +20,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/e2e/harness"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -158,31 +160,21 @@ func runCluster(ctx context.Context, o options, stdout io.Writer) error {
 
 // serverVersion asks the server for its version, within 15 s.
 func serverVersion(ctx context.Context, cfg *rest.Config) (string, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = 15 * time.Second
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return "", err
 	}
-	type result struct {
-		version string
-		err     error
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	body, err := client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return "", err
 	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := client.Discovery().ServerVersion()
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		done <- result{version: v.GitVersion}
-	}()
-	select {
-	case r := <-done:
-		return r.version, r.err
-	case <-ctx.Done():
-		return "", context.Cause(ctx)
+	var info version.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		return "", fmt.Errorf("decode /version: %w", err)
 	}
+	return info.GitVersion, nil
 }
 
 // startController makes a Factory and the controller over cfg, starts them, and returns the
@@ -209,6 +201,7 @@ func startController(ctx context.Context, cfg *rest.Config, o options, p *printe
 	syncCancel()
 	if err != nil {
 		cancel()
+		c.Close()
 		f.Shutdown()
 		return nil, nil, fmt.Errorf("the informers did not sync within %v: %w", o.syncTimeout, err)
 	}
