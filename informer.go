@@ -359,7 +359,8 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 			EmitDeltaTypeReplaced: true,
 			Transformer:           s.transform,
 		})
-		store, process, closeQueue = q, func(ctx context.Context) { s.processDeltaFIFO(ctx, q) }, q.Close
+		store = deltaFIFOStore[T]{q, s}
+		process, closeQueue = func(ctx context.Context) { s.processDeltaFIFO(ctx, q) }, q.Close
 	default:
 		q := newEventQueue(MetaNamespaceKeyFunc[T], s.transform)
 		store, process, closeQueue = q, func(ctx context.Context) { s.processEvents(ctx, q) }, q.Close

@@ -175,3 +175,26 @@ func (s *SharedIndexInformer[T]) applyDelta(ctx context.Context, d Delta[T], ini
 	}
 	return s.upsert(ctx, key, d.Object, initial, notes)
 }
+
+// deltaFIFOStore is the DeltaFIFO of QueueDeltaFIFO mode as the Reflector
+// writes into it. A DeltaFIFO can sync without anything to pop (an empty
+// first list), which processDeltaFIFO, waiting in Pop, would not notice:
+// each write checks, until the informer has synced.
+type deltaFIFOStore[T Object] struct {
+	*DeltaFIFO[T]
+	s *SharedIndexInformer[T]
+}
+
+func (d deltaFIFOStore[T]) Add(obj T) error    { return d.synced(d.DeltaFIFO.Add(obj)) }
+func (d deltaFIFOStore[T]) Update(obj T) error { return d.synced(d.DeltaFIFO.Update(obj)) }
+func (d deltaFIFOStore[T]) Delete(obj T) error { return d.synced(d.DeltaFIFO.Delete(obj)) }
+func (d deltaFIFOStore[T]) Replace(list []T, rv string) error {
+	return d.synced(d.DeltaFIFO.Replace(list, rv))
+}
+
+func (d deltaFIFOStore[T]) synced(err error) error {
+	if !d.s.HasSynced() && d.HasSynced() {
+		d.s.markSynced()
+	}
+	return err
+}

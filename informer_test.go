@@ -622,3 +622,24 @@ func TestNewSharedIndexInformerOptions(t *testing.T) {
 		t.Error("nil ListerWatcher: no error")
 	}
 }
+
+// TestInformerSyncsEmptyList checks that an informer whose first list is
+// empty syncs without waiting for an event (in DeltaFIFO mode the queue then
+// has nothing to pop).
+func TestInformerSyncsEmptyList(t *testing.T) {
+	forEachQueue(t, func(t *testing.T, mode QueueMode) {
+		synctest.Test(t, func(t *testing.T) {
+			src := newFakeSource()
+			inf := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{Queue: mode})
+			reg, err := inf.AddEventHandler(&recorder{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			startInformer(t, inf)
+			synctest.Wait()
+			if !inf.HasSynced() || !reg.HasSynced() {
+				t.Fatalf("HasSynced after an empty list: informer %v, handler %v", inf.HasSynced(), reg.HasSynced())
+			}
+		})
+	})
+}
