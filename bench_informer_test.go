@@ -432,23 +432,13 @@ func BenchmarkIndexerByIndexUnderWrites(b *testing.B) {
 		ours.Add(p)
 	}
 	write := func(update func(*corev1.Pod)) (stop func()) {
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if i%2 == 0 {
-					update(updated[i/2%len(pods)])
-				} else {
-					update(pods[i/2%len(pods)])
-				}
+		return inBackground(func(i int) {
+			if i%2 == 0 {
+				update(updated[i/2%len(pods)])
+			} else {
+				update(pods[i/2%len(pods)])
 			}
 		})
-		return func() { close(done); wg.Wait() }
 	}
 	n := 0
 	b.Run("impl=upstream", func(b *testing.B) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -224,4 +225,22 @@ func diffWrite(t testing.TB, step int, r *opReader, op int, typed podWriter, ups
 		list := r.pods(6)
 		checkErr(t, step, "Replace", typed.Replace(list, "rv"), upstream.Replace(toAny(list), "rv"))
 	}
+}
+
+// inBackground calls f(0), f(1), ... on a goroutine until stop is called;
+// stop returns once that goroutine has ended.
+func inBackground(f func(i int)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			f(i)
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }

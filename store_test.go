@@ -372,23 +372,15 @@ func TestAllDuringWrites(t *testing.T) {
 		stable = append(stable, p)
 		s.Add(p)
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			p := testobj.Pod("volatile", fmt.Sprint(i%300), "1")
-			if i%3 == 0 {
-				s.Delete(p)
-			} else {
-				s.Add(p)
-			}
+	stop := inBackground(func(i int) {
+		p := testobj.Pod("volatile", fmt.Sprint(i%300), "1")
+		if i%3 == 0 {
+			s.Delete(p)
+		} else {
+			s.Add(p)
 		}
 	})
+	defer stop()
 	for round := range 20 {
 		seen := map[string]int{}
 		i := 0
@@ -401,12 +393,8 @@ func TestAllDuringWrites(t *testing.T) {
 		}
 		for _, p := range stable {
 			if n := seen[mustKey(p)]; n != 1 {
-				close(done)
-				wg.Wait()
 				t.Fatalf("round %d: stable key %s yielded %d times", round, mustKey(p), n)
 			}
 		}
 	}
-	close(done)
-	wg.Wait()
 }
