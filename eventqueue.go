@@ -150,10 +150,3 @@ func (q *eventQueue[T]) processed(n int) bool {
 	q.checkLocked()
 	return q.synced
 }
-
-// Len returns the number of queued events.
-func (q *eventQueue[T]) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.events.Len()
-}

@@ -22,16 +22,6 @@ func (d *Deque[E]) PushBack(e E) {
 	d.n++
 }
 
-// PushFront inserts e at the front.
-func (d *Deque[E]) PushFront(e E) {
-	if d.n == len(d.buf) {
-		d.grow()
-	}
-	d.head = (d.head - 1) & (len(d.buf) - 1)
-	d.buf[d.head] = e
-	d.n++
-}
-
 // PopFront removes and returns the front element. It reports false when the
 // deque is empty.
 func (d *Deque[E]) PopFront() (E, bool) {
@@ -47,15 +37,6 @@ func (d *Deque[E]) PopFront() (E, bool) {
 		d.head = 0
 	}
 	return e, true
-}
-
-// Front returns the front element without removing it.
-func (d *Deque[E]) Front() (E, bool) {
-	if d.n == 0 {
-		var zero E
-		return zero, false
-	}
-	return d.buf[d.head], true
 }
 
 // At returns the i-th element from the front; it panics if i is out of range.
