@@ -34,6 +34,9 @@ func (c *coalescer[T]) add(n *notification[T], l *listener[T]) int {
 	before := s.count()
 	switch n.kind {
 	case nAdd:
+		if s.cur.kind == nAdd && s.cur.initial {
+			l.initialDone() // replaced, so never delivered
+		}
 		s.cur = *n
 	case nUpdate:
 		switch s.cur.kind {

@@ -643,3 +643,22 @@ func TestInformerSyncsEmptyList(t *testing.T) {
 		})
 	})
 }
+
+// TestCoalescerAccountsInitialAdds checks that every initial-list add the
+// coalescer drops or replaces counts as handled, so the handler still syncs.
+func TestCoalescerAccountsInitialAdds(t *testing.T) {
+	l := newListener[*corev1.Pod](&recorder{}, HandlerOptions{Coalesce: true}, nil)
+	a, b := testobj.Pod("ns", "a", "1"), testobj.Pod("ns", "b", "1")
+	l.push([]notification[*corev1.Pod]{
+		{kind: nAdd, key: "ns/a", new: a, initial: true},
+		{kind: nAdd, key: "ns/a", new: a, initial: true}, // replaces the first
+		{kind: nAdd, key: "ns/b", new: b, initial: true},
+		{kind: nDelete, key: "ns/b", old: b}, // cancels the add of b
+	})
+	if n := l.initialPending.Load(); n != 1 {
+		t.Fatalf("%d initial adds pending, want 1 (the second add of a)", n)
+	}
+	if n := l.depth.Load(); n != 1 {
+		t.Fatalf("depth %d, want 1", n)
+	}
+}
