@@ -138,10 +138,16 @@ func (s *SharedIndexInformer[T]) processDeltaFIFO(ctx context.Context, q *DeltaF
 	var notes []notification[T]
 	for {
 		_, err := q.Pop(func(d Deltas[T], initial bool) error {
+			// Every Delta of one Pop is about the same key.
+			key, err := q.KeyOf(d)
+			if err != nil {
+				klog.FromContext(ctx).Error(err, "Dropped changes whose key cannot be computed")
+				return nil
+			}
 			s.procMu.Lock()
 			defer s.procMu.Unlock()
 			for _, delta := range d {
-				notes = s.applyDelta(ctx, delta, initial, notes)
+				notes = s.applyDelta(ctx, key, delta, initial, notes)
 			}
 			s.distributeLocked(notes)
 			clear(notes)
@@ -157,19 +163,14 @@ func (s *SharedIndexInformer[T]) processDeltaFIFO(ctx context.Context, q *DeltaF
 	}
 }
 
-// applyDelta applies one Delta to the cache and appends the notification
-// it makes. The caller holds procMu.
-func (s *SharedIndexInformer[T]) applyDelta(ctx context.Context, d Delta[T], initial bool, notes []notification[T]) []notification[T] {
-	if d.Tombstone != nil {
-		s.indexer.deleteKey(d.Tombstone.Key)
-		return append(notes, notification[T]{kind: nDelete, key: d.Tombstone.Key, old: d.Tombstone.Obj, unknown: true})
-	}
-	key, err := MetaNamespaceKeyFunc(d.Object)
-	if err != nil {
-		reportIndexError(ctx, key, err)
-		return notes
-	}
-	if d.Type == Deleted {
+// applyDelta applies one Delta about key to the cache and appends the
+// notification it makes. The caller holds procMu.
+func (s *SharedIndexInformer[T]) applyDelta(ctx context.Context, key string, d Delta[T], initial bool, notes []notification[T]) []notification[T] {
+	switch {
+	case d.Tombstone != nil:
+		s.indexer.deleteKey(key)
+		return append(notes, notification[T]{kind: nDelete, key: key, old: d.Tombstone.Obj, unknown: true})
+	case d.Type == Deleted:
 		s.indexer.deleteKey(key)
 		return append(notes, notification[T]{kind: nDelete, key: key, old: d.Object})
 	}
