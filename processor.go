@@ -216,7 +216,6 @@ func (l *listener[T]) run(ctx context.Context) {
 			}
 			l.depth.Add(-int64(batch.Len()))
 			batch.Clear() // only this goroutine touches spare outside take
-
 		}
 	}
 }
@@ -226,24 +225,23 @@ func (l *listener[T]) run(ctx context.Context) {
 func (l *listener[T]) take() (batch *deque.Deque[notification[T]], stopping, drain bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case l.replay != nil: // the cache contents come before what followed
+	if l.replay != nil { // the cache contents come before what followed
 		for _, e := range l.replay {
 			l.spare.PushBack(notification[T]{kind: nAdd, initial: true, key: e.key, new: e.obj})
 		}
 		l.replay = nil
-		if l.merged != nil {
-			l.merged.drainTo(&l.spare)
-		}
+	}
+	switch {
+	case l.merged != nil:
+		l.merged.drainTo(&l.spare)
+	case l.spare.Len() == 0:
+		// The goroutine cleared spare after the last batch: swap buffers.
+		l.pending, l.spare = l.spare, l.pending
+	default: // spare holds the replay
 		for i := range l.pending.Len() {
 			l.spare.PushBack(l.pending.At(i))
 		}
 		l.pending.Clear()
-	case l.merged != nil:
-		l.merged.drainTo(&l.spare)
-	default:
-		// spare is empty: the goroutine cleared it after the last batch.
-		l.pending, l.spare = l.spare, l.pending
 	}
 	if l.spare.Len() == 0 {
 		return nil, l.stopping, l.drain
