@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/typedkube/informer/e2e/harness"
 	"github.com/typedkube/informer/e2e/internal/kubetest"
 	"go.uber.org/goleak"
@@ -50,7 +52,13 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 // adminClients returns clients for the admin identity, closed when the test ends.
 func adminClients(t *testing.T) *kubetest.Clients {
 	t.Helper()
-	c, err := kubetest.NewClients(srv.AdminConfig())
+	return clientsFor(t, srv.AdminConfig())
+}
+
+// clientsFor returns clients for cfg, closed when the test ends.
+func clientsFor(t *testing.T, cfg *rest.Config) *kubetest.Clients {
+	t.Helper()
+	c, err := kubetest.NewClients(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,11 +24,7 @@ func TestUnprivileged(t *testing.T) {
 	ctx := testContext(t, time.Minute)
 	ns := newNamespace(t, adminClients(t))
 	var log kubetest.RequestLog
-	cl, err := kubetest.NewClients(log.Wrap(srv.UnprivilegedConfig()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	cl := clientsFor(t, log.Wrap(srv.UnprivilegedConfig()))
 
 	var mu sync.Mutex
 	var watchErrs []error

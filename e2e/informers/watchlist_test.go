@@ -84,11 +84,7 @@ func TestWatchList(t *testing.T) {
 	verifyNoGoroutinesLeft(t)
 	ctx := testContext(t, 2*time.Minute)
 	var log kubetest.RequestLog
-	cl, err := kubetest.NewClients(log.Wrap(srv.AdminConfig()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	cl := clientsFor(t, log.Wrap(srv.AdminConfig()))
 	check := adminClients(t)
 	ns := newNamespace(t, check)
 	createConfigMaps(t, ctx, check, ns, n)
