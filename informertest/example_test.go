@@ -1,0 +1,50 @@
+package informertest_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/informertest"
+)
+
+// A controller's informer, tested without an API server: the Source serves
+// the informer's watch-list stream and the changes the test makes, and the
+// Recorder lets the test wait for the handler's calls.
+func ExampleSource() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	src := informertest.NewSource(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1"}})
+	pods, _ := informer.NewSharedIndexInformer(src, informer.SharedIndexInformerOptions[*corev1.Pod]{})
+	var rec informertest.Recorder[*corev1.Pod]
+	reg, _ := pods.AddEventHandler(&rec)
+	done := make(chan error)
+	go func() { done <- pods.Run(ctx) }()
+	if err := informer.WaitForCacheSync(ctx, pods, reg); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	_, _ = src.Update(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1"},
+		Spec:       corev1.PodSpec{NodeName: "node-a"},
+	})
+	_, _ = src.Delete(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1"}})
+	if err := rec.WaitForKey(ctx, informertest.OnDelete, "default/web-1", ""); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range rec.Calls() {
+		fmt.Println(c)
+	}
+	cancel()
+	<-done
+	// Output:
+	// OnAdd default/web-1 rv=1 initial
+	// OnUpdate default/web-1 rv=2
+	// OnDelete default/web-1 rv=3
+}

@@ -1,0 +1,134 @@
+package informertest
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/typedkube/informer/internal/deque"
+)
+
+// sourceWatch is one watch of a Source. It never blocks the Source: events
+// wait in an unbounded queue that a goroutine of its own moves to the
+// result channel, until Stop or the end of the watch's context.
+//
+// With selectors, it sends what the API server sends: a change that makes
+// an object match is an ADDED event, one that makes it stop matching a
+// DELETED event carrying the new state.
+type sourceWatch struct {
+	ls        labels.Selector
+	fs        fields.Selector
+	bookmarks bool
+	visible   map[string]struct{} // keys of the objects the watcher knows; only the Source's goroutines touch it, under the Source's lock
+
+	mu     sync.Mutex // guards queue
+	queue  deque.Deque[watch.Event]
+	more   chan struct{} // capacity 1: the queue grew
+	done   chan struct{} // closed by Stop
+	once   sync.Once
+	ch     chan watch.Event
+	onStop func() // set by the Source under its lock; removes the watch from it
+}
+
+func newSourceWatch(ctx context.Context, ls labels.Selector, fs fields.Selector, bookmarks bool) *sourceWatch {
+	w := &sourceWatch{
+		ls: ls, fs: fs, bookmarks: bookmarks,
+		visible: map[string]struct{}{},
+		more:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		ch:      make(chan watch.Event),
+	}
+	go w.pump(ctx)
+	return w
+}
+
+// seen records a change the watcher is past: it only updates what the
+// watcher's selectors saw.
+func (w *sourceWatch) seen(ev watch.Event) { w.filter(ev) }
+
+// send queues ev as the watcher's selectors make it appear.
+func (w *sourceWatch) send(ev watch.Event) {
+	if ev, ok := w.filter(ev); ok {
+		w.push(ev)
+	}
+}
+
+// sendBookmark queues a bookmark whatever the watcher asked: the end of a
+// watch-list's initial events is always sent.
+func (w *sourceWatch) sendBookmark(ev watch.Event) { w.push(ev) }
+
+func (w *sourceWatch) filter(ev watch.Event) (watch.Event, bool) {
+	if ev.Type == watch.Bookmark {
+		return ev, w.bookmarks
+	}
+	obj := ev.Object.(object)
+	key := keyOf(obj)
+	_, was := w.visible[key]
+	is := ev.Type != watch.Deleted && matches(obj, w.ls, w.fs)
+	if is {
+		w.visible[key] = struct{}{}
+	} else {
+		delete(w.visible, key)
+	}
+	switch {
+	case was && is:
+		return watch.Event{Type: watch.Modified, Object: ev.Object}, true
+	case is:
+		return watch.Event{Type: watch.Added, Object: ev.Object}, true
+	case was:
+		return watch.Event{Type: watch.Deleted, Object: ev.Object}, true
+	}
+	return ev, false
+}
+
+func (w *sourceWatch) push(ev watch.Event) {
+	w.mu.Lock()
+	w.queue.PushBack(ev)
+	w.mu.Unlock()
+	select {
+	case w.more <- struct{}{}:
+	default:
+	}
+}
+
+func (w *sourceWatch) pump(ctx context.Context) {
+	defer close(w.ch)
+	for {
+		w.mu.Lock()
+		ev, ok := w.queue.PopFront()
+		w.mu.Unlock()
+		if !ok {
+			select {
+			case <-w.more:
+				continue
+			case <-w.done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case w.ch <- ev:
+		case <-w.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (w *sourceWatch) stop() { w.once.Do(func() { close(w.done) }) }
+
+// Stop ends the watch: its result channel closes.
+func (w *sourceWatch) Stop() {
+	w.stop()
+	if w.onStop != nil {
+		w.onStop()
+	}
+}
+
+// ResultChan returns the events; it closes when the watch ends.
+func (w *sourceWatch) ResultChan() <-chan watch.Event { return w.ch }
