@@ -30,6 +30,9 @@ import (
 // metadata.namespace field selectors, and streams watch-list requests
 // (SendInitialEvents) as ADDED events ended by the k8s.io/initial-events-end
 // bookmark, so that informers in their default watch-list mode sync on it.
+// With a label selector, an update that moves an object out of the
+// selection is a DELETED event carrying its last selected state, as the API
+// server sends it.
 //
 // Objects are copied (DeepCopyObject) on the way in: the test keeps its own.
 // The objects a Source hands out are shared by its readers: never mutate

@@ -183,7 +183,7 @@ func TestSourceSelectorTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	must(t)(src.Update(pod("default", "a", nil)))                             // leaves
+	must(t)(src.Update(pod("default", "a", map[string]string{"v": "2"})))     // leaves
 	must(t)(src.Update(pod("default", "b", map[string]string{"app": "web"}))) // enters
 	must(t)(src.Update(pod("default", "b", map[string]string{"app": "web", "v": "2"})))
 	must(t)(src.Delete(pod("default", "a", nil))) // not selected: not sent
@@ -191,13 +191,14 @@ func TestSourceSelectorTransitions(t *testing.T) {
 	for range 5 {
 		ev := <-w.ResultChan()
 		p := ev.Object.(*corev1.Pod)
-		s := string(ev.Type) + " " + p.Name
+		s := string(ev.Type) + " " + p.Name + " rv=" + p.ResourceVersion
 		if ev.Type == watch.Bookmark {
 			s = string(ev.Type) + " " + p.Annotations[metav1.InitialEventsAnnotationKey]
 		}
 		got = append(got, s)
 	}
-	want := []string{"ADDED a", "BOOKMARK true", "DELETED a", "ADDED b", "MODIFIED b"}
+	// Leaving the selection, a is deleted with its last selected state (rv 1).
+	want := []string{"ADDED a rv=1", "BOOKMARK true", "DELETED a rv=1", "ADDED b rv=4", "MODIFIED b rv=5"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/typedkube/informer/internal/deque"
@@ -17,12 +18,13 @@ import (
 //
 // With selectors, it sends what the API server sends: a change that makes
 // an object match is an ADDED event, one that makes it stop matching a
-// DELETED event carrying the new state.
+// DELETED event carrying the last state that matched (checked against
+// kube-apiserver v1.37 by e2e/informers TestInformertestSourceMatchesServer).
 type sourceWatch struct {
 	ls        labels.Selector
 	fs        fields.Selector
 	bookmarks bool
-	visible   map[string]struct{} // keys of the objects the watcher knows; only the Source's goroutines touch it, under the Source's lock
+	visible   map[string]runtime.Object // the last state the watcher was sent of each object it knows; guarded by the Source's lock
 
 	mu     sync.Mutex // guards queue
 	queue  deque.Deque[watch.Event]
@@ -36,7 +38,7 @@ type sourceWatch struct {
 func newSourceWatch(ctx context.Context, ls labels.Selector, fs fields.Selector, bookmarks bool) *sourceWatch {
 	w := &sourceWatch{
 		ls: ls, fs: fs, bookmarks: bookmarks,
-		visible: map[string]struct{}{},
+		visible: map[string]runtime.Object{},
 		more:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		ch:      make(chan watch.Event),
@@ -66,10 +68,10 @@ func (w *sourceWatch) filter(ev watch.Event) (watch.Event, bool) {
 	}
 	obj := ev.Object.(object)
 	key := keyOf(obj)
-	_, was := w.visible[key]
+	last, was := w.visible[key]
 	is := ev.Type != watch.Deleted && matches(obj, w.ls, w.fs)
 	if is {
-		w.visible[key] = struct{}{}
+		w.visible[key] = ev.Object
 	} else {
 		delete(w.visible, key)
 	}
@@ -78,8 +80,10 @@ func (w *sourceWatch) filter(ev watch.Event) (watch.Event, bool) {
 		return watch.Event{Type: watch.Modified, Object: ev.Object}, true
 	case is:
 		return watch.Event{Type: watch.Added, Object: ev.Object}, true
-	case was:
-		return watch.Event{Type: watch.Deleted, Object: ev.Object}, true
+	case was && ev.Type == watch.Deleted:
+		return ev, true
+	case was: // no longer selected
+		return watch.Event{Type: watch.Deleted, Object: last}, true
 	}
 	return ev, false
 }
