@@ -124,8 +124,9 @@ type Factory struct {
 	// resetMapper makes the mapper forget what it discovered; nil if it
 	// cannot.
 	resetMapper func(context.Context)
-	dynamic     *dynamic.DynamicClient
-	metadata    metadata.Interface
+	dynamic     dynamic.Interface  // nil in a factory of clients without one
+	metadata    metadata.Interface // likewise
+	clients     *FactoryClients    // set by NewFactoryForClients; cfg and http are nil then
 	// ctx bounds discovery; it ends at Shutdown. It carries opts.Logger.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -161,29 +162,11 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: nil *rest.Config", ErrInvalidOptions)
 	}
-	if opts.DefaultResync < 0 {
-		return nil, fmt.Errorf("%w: negative DefaultResync %v", ErrInvalidOptions, opts.DefaultResync)
+	if err := validateFactoryOptions(&opts); err != nil {
+		return nil, err
 	}
-	if opts.Informer.Queue > QueueDeltaFIFO {
-		return nil, fmt.Errorf("%w: unknown QueueMode %d", ErrInvalidOptions, opts.Informer.Queue)
-	}
-	if opts.Informer.Reflector.ResyncPeriod != 0 || opts.Informer.Reflector.ShouldResync != nil {
-		return nil, fmt.Errorf("%w: set resync with DefaultResync, ForOptions or HandlerOptions, not in Informer.Reflector", ErrInvalidOptions)
-	}
-	if opts.Scheme == nil {
-		opts.Scheme = scheme.Scheme
-	}
-	f := &Factory{
-		cfg:     rest.CopyConfig(cfg),
-		opts:    opts,
-		entries: make(map[string]*factoryEntry),
-		types:   make(map[reflect.Type]*factoryEntry),
-	}
-	if opts.Scheme == scheme.Scheme {
-		f.codecs = scheme.Codecs
-	} else {
-		f.codecs = serializer.NewCodecFactory(opts.Scheme)
-	}
+	f := newFactory(opts)
+	f.cfg = rest.CopyConfig(cfg)
 	// Like a clientset: one rate limiter for every client, if cfg asks for
 	// one; with QPS 0 each REST client gets client-go's default.
 	if f.cfg.RateLimiter == nil && f.cfg.QPS > 0 {
@@ -203,13 +186,7 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 		return nil, fmt.Errorf("informer: metadata client for the factory: %w", err)
 	}
 	if opts.RESTMapper != nil {
-		f.mapper = meta.ToRESTMapperWithContext(opts.RESTMapper)
-		switch m := opts.RESTMapper.(type) {
-		case meta.ResettableRESTMapperWithContext:
-			f.resetMapper = m.ResetWithContext
-		case interface{ Reset() }:
-			f.resetMapper = func(context.Context) { m.Reset() }
-		}
+		f.setMapper(opts.RESTMapper)
 	} else {
 		// Discovery makes many requests at once: it keeps its own limits
 		// (client-go's discovery defaults), not the shared rate limiter.
@@ -220,8 +197,52 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 		m := restmapper.NewDeferredDiscoveryRESTMapperWithContext(memory.NewMemCacheClientWithContext(dc))
 		f.mapper, f.resetMapper = m, m.ResetWithContext
 	}
-	f.ctx, f.cancel = context.WithCancel(klog.NewContext(context.Background(), opts.Logger))
 	return f, nil
+}
+
+// validateFactoryOptions checks opts and fills in its defaults.
+func validateFactoryOptions(opts *FactoryOptions) error {
+	if opts.DefaultResync < 0 {
+		return fmt.Errorf("%w: negative DefaultResync %v", ErrInvalidOptions, opts.DefaultResync)
+	}
+	if opts.Informer.Queue > QueueDeltaFIFO {
+		return fmt.Errorf("%w: unknown QueueMode %d", ErrInvalidOptions, opts.Informer.Queue)
+	}
+	if opts.Informer.Reflector.ResyncPeriod != 0 || opts.Informer.Reflector.ShouldResync != nil {
+		return fmt.Errorf("%w: set resync with DefaultResync, ForOptions or HandlerOptions, not in Informer.Reflector", ErrInvalidOptions)
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	return nil
+}
+
+// newFactory returns a Factory with validated opts and no clients.
+func newFactory(opts FactoryOptions) *Factory {
+	f := &Factory{
+		opts:    opts,
+		entries: make(map[string]*factoryEntry),
+		types:   make(map[reflect.Type]*factoryEntry),
+	}
+	if opts.Scheme == scheme.Scheme {
+		f.codecs = scheme.Codecs
+	} else {
+		f.codecs = serializer.NewCodecFactory(opts.Scheme)
+	}
+	f.ctx, f.cancel = context.WithCancel(klog.NewContext(context.Background(), opts.Logger))
+	return f
+}
+
+// setMapper makes the factory map kinds and resources with m, resetting m
+// when it can be.
+func (f *Factory) setMapper(m meta.RESTMapper) {
+	f.mapper = meta.ToRESTMapperWithContext(m)
+	switch m := m.(type) {
+	case meta.ResettableRESTMapperWithContext:
+		f.resetMapper = m.ResetWithContext
+	case interface{ Reset() }:
+		f.resetMapper = func(context.Context) { m.Reset() }
+	}
 }
 
 // Start starts, each on its own goroutine, every informer of the factory,
@@ -344,5 +365,7 @@ func (f *Factory) Shutdown() {
 		stop()
 	}
 	f.running.Wait()
-	utilnet.CloseIdleConnectionsFor(f.http.Transport)
+	if f.http != nil {
+		utilnet.CloseIdleConnectionsFor(f.http.Transport)
+	}
 }

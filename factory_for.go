@@ -115,7 +115,12 @@ func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], 
 	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
 		return nil, err
 	}
-	lw, err := newRESTListWatch[T](f, mapping, list, s.namespace)
+	var lw ListerWatcher[T]
+	if f.clients != nil {
+		lw, err = clientListWatchFor[T](f, mapping, list, s.namespace)
+	} else {
+		lw, err = newRESTListWatch[T](f, mapping, list, s.namespace)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -128,12 +133,19 @@ func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], 
 // informer on the first call for gvr, named like "v1/pods (unstructured)".
 // Errors and opts are as for For.
 func ForUnstructured(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[*unstructured.Unstructured]) (*SharedIndexInformer[*unstructured.Unstructured], error) {
+	if f != nil && f.dynamic == nil {
+		return nil, fmt.Errorf("%w: ForUnstructured needs FactoryClients.Dynamic", ErrInvalidOptions)
+	}
 	return forResource(f, gvr, "unstructured", opts, func(gvr schema.GroupVersionResource, ns string) ListerWatcher[*unstructured.Unstructured] {
 		var c dynamic.ResourceInterface = f.dynamic.Resource(gvr)
 		if ns != "" {
 			c = f.dynamic.Resource(gvr).Namespace(ns)
 		}
-		return ListWatchFromDynamic(c, f.opts.TweakListOptions)
+		lw := ListWatchFromDynamic(c, f.opts.TweakListOptions)
+		if watchListUnsupported(f.dynamic) { // the client carries client-go's marker, not its resources
+			return WithoutWatchList(lw)
+		}
+		return lw
 	})
 }
 
@@ -143,12 +155,19 @@ func ForUnstructured(f *Factory, gvr schema.GroupVersionResource, opts ...ForOpt
 // the informer on the first call for gvr, named like "v1/pods (metadata)".
 // Errors and opts are as for For.
 func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[*metav1.PartialObjectMetadata]) (*SharedIndexInformer[*metav1.PartialObjectMetadata], error) {
+	if f != nil && f.metadata == nil {
+		return nil, fmt.Errorf("%w: ForMetadata needs FactoryClients.Metadata", ErrInvalidOptions)
+	}
 	return forResource(f, gvr, "metadata", opts, func(gvr schema.GroupVersionResource, ns string) ListerWatcher[*metav1.PartialObjectMetadata] {
 		var c metadata.ResourceInterface = f.metadata.Resource(gvr)
 		if ns != "" {
 			c = f.metadata.Resource(gvr).Namespace(ns)
 		}
-		return ListWatchFromMetadata(c, f.opts.TweakListOptions)
+		lw := ListWatchFromMetadata(c, f.opts.TweakListOptions)
+		if watchListUnsupported(f.metadata) {
+			return WithoutWatchList(lw)
+		}
+		return lw
 	})
 }
 

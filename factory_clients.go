@@ -1,0 +1,375 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
+)
+
+// FactoryClients are the clients a Factory made by NewFactoryForClients
+// lists and watches through. Each may be nil, which makes the calls that
+// need it fail with ErrInvalidOptions.
+type FactoryClients struct {
+	// Kube serves For for the types it has typed clients of: the built-in
+	// ones. client-go's fake Clientset works, reactors included.
+	Kube kubernetes.Interface
+	// Dynamic serves ForUnstructured, and For for the types Kube has no
+	// typed client of, such as CRD Go types, converting each object from
+	// its unstructured form.
+	Dynamic dynamic.Interface
+	// Metadata serves ForMetadata.
+	Metadata metadata.Interface
+}
+
+// NewFactoryForClients returns a Factory that lists and watches through
+// clients instead of a *rest.Config, for example client-go's fake
+// clientsets in a controller's unit tests:
+//
+//	f, err := informer.NewFactoryForClients(informer.FactoryClients{Kube: fake.NewClientset(pod)}, informer.FactoryOptions{})
+//	pods, err := informer.For[*corev1.Pod](f)
+//
+// Kinds map to resources through FactoryOptions.RESTMapper if set, and
+// otherwise through the resources of Kube's typed clients: the built-in
+// kinds, with their scope, found without discovery. Give a RESTMapper (such
+// as meta.NewDefaultRESTMapper with the kinds added) to use For of CRD Go
+// types, ForUnstructured or ForMetadata with CRDs. Clients that carry client-go's marker for lacking
+// watch-list semantics (its fakes do) are listed and watched instead of
+// being asked for a watch-list stream.
+func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory, error) {
+	if clients.Kube == nil && clients.Dynamic == nil && clients.Metadata == nil {
+		return nil, fmt.Errorf("%w: no client in FactoryClients", ErrInvalidOptions)
+	}
+	if err := validateFactoryOptions(&opts); err != nil {
+		return nil, err
+	}
+	f := newFactory(opts)
+	f.clients = &clients
+	f.dynamic, f.metadata = clients.Dynamic, clients.Metadata
+	if opts.RESTMapper != nil {
+		f.setMapper(opts.RESTMapper)
+	} else {
+		// Not Kube's discovery: client-go's fake serves none, and the
+		// deferred discovery mapper then never returns.
+		f.mapper = meta.ToRESTMapperWithContext(&typedClientMapper{clients: clients.Kube, scheme: opts.Scheme})
+	}
+	return f, nil
+}
+
+// clientListWatchFor returns the ListerWatcher of For[T] in a factory made
+// by NewFactoryForClients: T's typed client in Kube, or else the dynamic
+// client converting from unstructured objects.
+func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, namespace string) (ListerWatcher[T], error) {
+	if f.clients.Kube != nil {
+		m := &typedClientMapper{clients: f.clients.Kube, scheme: f.opts.Scheme}
+		if c, ok := m.clientFor(reflect.TypeFor[T]().Elem()); ok {
+			lw, err := newReflectedListWatch[T](c.get(namespace), list, f.opts.TweakListOptions)
+			if err != nil {
+				return nil, err
+			}
+			if watchListUnsupported(f.clients.Kube) {
+				return WithoutWatchList(lw), nil
+			}
+			return lw, nil
+		}
+	}
+	if f.clients.Dynamic == nil {
+		var zero T
+		return nil, fmt.Errorf("%w: %T has no typed client in FactoryClients.Kube, and FactoryClients.Dynamic is nil", ErrInvalidOptions, zero)
+	}
+	var c dynamic.ResourceInterface = f.clients.Dynamic.Resource(mapping.Resource)
+	if namespace != "" {
+		c = f.clients.Dynamic.Resource(mapping.Resource).Namespace(namespace)
+	}
+	lw := ListWatchFromDynamic(c, f.opts.TweakListOptions)
+	converted := ListWatchFuncs[T]{
+		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
+			page, err := lw.List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			out := &ListPage[T]{Items: make([]T, len(page.Items)), ListMeta: page.ListMeta}
+			for i, u := range page.Items {
+				if out.Items[i], err = fromUnstructured[T](u.Object); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		},
+		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := lw.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+				if u, ok := ev.Object.(runtime.Unstructured); ok && ev.Type != watch.Error {
+					obj, err := fromUnstructured[T](u.UnstructuredContent())
+					if err != nil {
+						klog.FromContext(ctx).Error(err, "Dropped a watch event that does not convert", "type", ev.Type)
+						return ev, false
+					}
+					ev.Object = obj
+				}
+				return ev, true
+			}), nil
+		},
+	}
+	if watchListUnsupported(f.clients.Dynamic) {
+		return WithoutWatchList[T](converted), nil
+	}
+	return converted, nil
+}
+
+func fromUnstructured[T Object](u map[string]any) (T, error) {
+	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj); err != nil {
+		var zero T
+		return zero, fmt.Errorf("informer: convert an unstructured object to %T: %w", obj, err)
+	}
+	return obj, nil
+}
+
+// reflectedListWatch lists and watches through a typed client found by
+// reflection (a value with List and Watch methods, such as a PodInterface).
+type reflectedListWatch[T Object] struct {
+	list, watch reflect.Value // the client's List and Watch methods
+	items       func(runtime.Object) []T
+	tweak       func(*metav1.ListOptions)
+}
+
+func newReflectedListWatch[T Object](client reflect.Value, list reflect.Type, tweak func(*metav1.ListOptions)) (*reflectedListWatch[T], error) {
+	items, err := itemsOf[T](list)
+	if err != nil {
+		return nil, err
+	}
+	return &reflectedListWatch[T]{list: client.MethodByName("List"), watch: client.MethodByName("Watch"), items: items, tweak: tweak}, nil
+}
+
+func (lw *reflectedListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
+	if lw.tweak != nil {
+		lw.tweak(&opts)
+	}
+	out := lw.list.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
+	if err, _ := out[1].Interface().(error); err != nil {
+		return nil, err
+	}
+	list, ok := out[0].Interface().(runtime.Object)
+	if !ok || isNil(list) {
+		return nil, fmt.Errorf("informer: the typed client's List returned no list")
+	}
+	lm := list.(metav1.ListInterface) // checked by itemsOf
+	page := &ListPage[T]{Items: lw.items(list)}
+	page.ResourceVersion = lm.GetResourceVersion()
+	page.Continue = lm.GetContinue()
+	page.RemainingItemCount = lm.GetRemainingItemCount()
+	return page, nil
+}
+
+func (lw *reflectedListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if lw.tweak != nil {
+		lw.tweak(&opts)
+	}
+	out := lw.watch.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
+	if err, _ := out[1].Interface().(error); err != nil {
+		return nil, err
+	}
+	w, _ := out[0].Interface().(watch.Interface)
+	return w, nil
+}
+
+// typedClient is one resource's typed client in a clientset, such as
+// CoreV1().Pods.
+type typedClient struct {
+	gvr        schema.GroupVersionResource
+	gvk        schema.GroupVersionKind
+	namespaced bool
+	method     reflect.Value // Pods(namespace) or Nodes()
+}
+
+// get returns the client for namespace ("" for all, or cluster-scoped).
+func (c typedClient) get(namespace string) reflect.Value {
+	if c.namespaced {
+		return c.method.Call([]reflect.Value{reflect.ValueOf(namespace)})[0]
+	}
+	return c.method.Call(nil)[0]
+}
+
+// typedClientMapper is a RESTMapper of the kinds a clientset has typed
+// clients of. It finds them by reflection once: every method of the
+// clientset returning a group client (CoreV1), and every method of that
+// returning a client whose List gives a list of a kind the scheme knows.
+// The resource is the method's name in lower case (Pods: pods,
+// NetworkPolicies: networkpolicies), and a method taking a namespace means
+// a namespaced resource.
+type typedClientMapper struct {
+	clients kubernetes.Interface
+	scheme  *runtime.Scheme
+
+	once   sync.Once
+	byType map[reflect.Type]typedClient // by the object's struct type
+	byGVK  map[schema.GroupVersionKind]typedClient
+}
+
+var (
+	contextType  = reflect.TypeFor[context.Context]()
+	listOptsType = reflect.TypeFor[metav1.ListOptions]()
+	errorType    = reflect.TypeFor[error]()
+)
+
+func (m *typedClientMapper) scan() {
+	m.byType = map[reflect.Type]typedClient{}
+	m.byGVK = map[schema.GroupVersionKind]typedClient{}
+	if m.clients == nil || isNil(m.clients) {
+		return
+	}
+	s := m.scheme
+	if s == nil {
+		s = scheme.Scheme
+	}
+	cs := reflect.ValueOf(m.clients)
+	for i := range cs.NumMethod() {
+		group := cs.Method(i)
+		gt := group.Type()
+		if gt.NumIn() != 0 || gt.NumOut() != 1 || gt.Out(0).Kind() != reflect.Interface || cs.Type().Method(i).Name == "Discovery" {
+			continue
+		}
+		g := group.Call(nil)[0]
+		if g.IsNil() {
+			continue
+		}
+		g = g.Elem()
+		for j := range g.NumMethod() {
+			res := g.Method(j)
+			rt := res.Type()
+			namespaced := rt.NumIn() == 1 && rt.In(0).Kind() == reflect.String
+			if !(rt.NumIn() == 0 || namespaced) || rt.NumOut() != 1 || rt.Out(0).Kind() != reflect.Interface {
+				continue
+			}
+			list, ok := rt.Out(0).MethodByName("List")
+			if !ok || !isListMethod(list.Type) {
+				continue
+			}
+			items, ok := list.Type.Out(0).Elem().FieldByName("Items")
+			if !ok || items.Type.Kind() != reflect.Slice || items.Type.Elem().Kind() != reflect.Struct {
+				continue
+			}
+			elem := items.Type.Elem()
+			obj, ok := reflect.New(elem).Interface().(runtime.Object)
+			if !ok {
+				continue
+			}
+			gvks, _, err := s.ObjectKinds(obj)
+			if err != nil || len(gvks) != 1 {
+				continue
+			}
+			gvk := gvks[0]
+			c := typedClient{
+				gvr:        gvk.GroupVersion().WithResource(strings.ToLower(g.Type().Method(j).Name)),
+				gvk:        gvk,
+				namespaced: namespaced,
+				method:     res,
+			}
+			m.byType[elem] = c
+			m.byGVK[gvk] = c
+		}
+	}
+}
+
+// isListMethod reports whether t is func(context.Context, metav1.ListOptions) (*L, error).
+func isListMethod(t reflect.Type) bool {
+	return t.NumIn() == 2 && t.In(0) == contextType && t.In(1) == listOptsType &&
+		t.NumOut() == 2 && t.Out(0).Kind() == reflect.Pointer && t.Out(0).Elem().Kind() == reflect.Struct && t.Out(1) == errorType
+}
+
+func (m *typedClientMapper) clientFor(elem reflect.Type) (typedClient, bool) {
+	m.once.Do(m.scan)
+	c, ok := m.byType[elem]
+	return c, ok
+}
+
+func (m *typedClientMapper) mapping(gk schema.GroupKind, versions ...string) (typedClient, error) {
+	m.once.Do(m.scan)
+	for gvk, c := range m.byGVK {
+		if gvk.GroupKind() != gk {
+			continue
+		}
+		if len(versions) == 0 || versions[0] == "" || versions[0] == gvk.Version {
+			return c, nil
+		}
+	}
+	return typedClient{}, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+}
+
+func (m *typedClientMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	kinds, err := m.KindsFor(resource)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	return kinds[0], nil
+}
+
+func (m *typedClientMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	m.once.Do(m.scan)
+	var out []schema.GroupVersionKind
+	for gvk, c := range m.byGVK {
+		if c.gvr.Group == resource.Group && c.gvr.Resource == resource.Resource && (resource.Version == "" || c.gvr.Version == resource.Version) {
+			out = append(out, gvk)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &meta.NoResourceMatchError{PartialResource: resource}
+	}
+	return out, nil
+}
+
+func (m *typedClientMapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	kinds, err := m.KindsFor(input)
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	return m.byGVK[kinds[0]].gvr, nil
+}
+
+func (m *typedClientMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	r, err := m.ResourceFor(input)
+	if err != nil {
+		return nil, err
+	}
+	return []schema.GroupVersionResource{r}, nil
+}
+
+func (m *typedClientMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	c, err := m.mapping(gk, versions...)
+	if err != nil {
+		return nil, err
+	}
+	scope := meta.RESTScopeRoot
+	if c.namespaced {
+		scope = meta.RESTScopeNamespace
+	}
+	return &meta.RESTMapping{Resource: c.gvr, GroupVersionKind: c.gvk, Scope: scope}, nil
+}
+
+func (m *typedClientMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	r, err := m.RESTMapping(gk, versions...)
+	if err != nil {
+		return nil, err
+	}
+	return []*meta.RESTMapping{r}, nil
+}
+
+func (m *typedClientMapper) ResourceSingularizer(resource string) (string, error) {
+	return resource, nil
+}

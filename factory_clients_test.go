@@ -1,0 +1,228 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// watchStarted makes the fake clientset's watches of resource signal on the
+// returned channel once they are registered with its tracker. The tracker
+// does not replay changes to a watch started after them, so a test must
+// know the watch is there before it changes objects.
+func watchStarted(cs *fake.Clientset, resource string) <-chan struct{} {
+	started := make(chan struct{}, 16)
+	cs.PrependWatchReactor(resource, func(action clienttesting.Action) (bool, watch.Interface, error) {
+		a := action.(clienttesting.WatchActionImpl)
+		opts := a.GetWatchRestrictions()
+		w, err := cs.Tracker().Watch(a.GetResource(), a.GetNamespace(), metav1.ListOptions{LabelSelector: opts.Labels.String()})
+		started <- struct{}{}
+		return true, w, err
+	})
+	return started
+}
+
+// For over client-go's fake Clientset: the informer lists and watches
+// through the typed client, and the changes made through the fake reach the
+// handler and the lister.
+func TestFactoryForClientsFakeClientset(t *testing.T) {
+	cs := fake.NewClientset(factoryPod("a", "web", "node-1"), factoryPod("b", "db", ""),
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})
+	started := watchStarted(cs, "pods")
+	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{Namespace: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Shutdown)
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := For[*corev1.Node](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := For(f, ForOptions[*corev1.Node]{Namespace: "a"}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("For Node in a namespace: %v, want ErrInvalidOptions (cluster-scoped)", err)
+	}
+	plog := addLog(t, pods)
+	synced := syncFactory(t, t.Context(), f)
+	if !synced["v1/pods"] || !synced["v1/nodes"] {
+		t.Errorf("synced %v", synced)
+	}
+	<-started
+	plog.waitFor(t, "add a/web")
+	if _, err := pods.Lister().ByNamespace("b").Get("db"); !apierrors.IsNotFound(err) {
+		t.Errorf("a Pod of namespace b reached an informer of namespace a: %v", err)
+	}
+	if n, err := nodes.Lister().Get("node-1"); err != nil || n.Name != "node-1" {
+		t.Errorf("node-1: %v, %v", n, err)
+	}
+
+	ctx := t.Context()
+	if _, err := cs.CoreV1().Pods("a").Create(ctx, factoryPod("a", "api", ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods("a").Update(ctx, factoryPod("a", "web", "node-2"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods("a").Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	plog.waitFor(t, "add a/api", "update a/web", "delete a/api")
+	if p, err := pods.Lister().ByNamespace("a").Get("web"); err != nil || p.Spec.NodeName != "node-2" {
+		t.Errorf("a/web after the update: %v, %v", p, err)
+	}
+}
+
+// A reactor's error reaches the informer as the API server's would: a
+// Forbidden list keeps the cache from syncing, and WaitForCacheSync says
+// which informer did not sync.
+func TestFactoryForClientsReactorError(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no RBAC"))
+	})
+	reported := make(chan error, 1)
+	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{
+		WatchErrorHandler: func(_ context.Context, err error) {
+			select {
+			case reported <- err:
+			default:
+			}
+		},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Shutdown)
+	if _, err := For[*corev1.Pod](f); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(t.Context())
+	if err := <-reported; !apierrors.IsForbidden(err) {
+		t.Errorf("reported %v, want Forbidden", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := f.WaitForCacheSync(ctx); !errors.Is(err, ErrNotSynced) {
+		t.Errorf("WaitForCacheSync = %v, want ErrNotSynced", err)
+	}
+}
+
+// The typed clients tell resources and scopes without discovery.
+func TestTypedClientMapper(t *testing.T) {
+	m := &typedClientMapper{clients: fake.NewClientset(), scheme: scheme.Scheme}
+	for _, tc := range []struct {
+		obj        runtime.Object
+		gvr        schema.GroupVersionResource
+		namespaced bool
+	}{
+		{&corev1.Pod{}, corev1.SchemeGroupVersion.WithResource("pods"), true},
+		{&corev1.Node{}, corev1.SchemeGroupVersion.WithResource("nodes"), false},
+		{&corev1.ConfigMap{}, corev1.SchemeGroupVersion.WithResource("configmaps"), true},
+		{&appsv1.Deployment{}, appsv1.SchemeGroupVersion.WithResource("deployments"), true},
+		{&networkingv1.NetworkPolicy{}, networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), true},
+	} {
+		gvks, _, err := scheme.Scheme.ObjectKinds(tc.obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapping, err := m.RESTMapping(gvks[0].GroupKind(), gvks[0].Version)
+		if err != nil {
+			t.Errorf("%v: %v", gvks[0], err)
+			continue
+		}
+		if mapping.Resource != tc.gvr || (mapping.Scope.Name() == meta.RESTScopeNameNamespace) != tc.namespaced {
+			t.Errorf("%v: mapped to %v, scope %v; want %v, namespaced %v", gvks[0], mapping.Resource, mapping.Scope.Name(), tc.gvr, tc.namespaced)
+		}
+		if gvk, err := m.KindFor(tc.gvr); err != nil || gvk != gvks[0] {
+			t.Errorf("KindFor(%v) = %v, %v", tc.gvr, gvk, err)
+		}
+	}
+	if _, err := m.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Widget"}); !meta.IsNoMatchError(err) {
+		t.Errorf("unknown kind: %v, want a no-match error", err)
+	}
+}
+
+// The dynamic and metadata fakes serve ForUnstructured and ForMetadata, and
+// For of a type without a typed client goes through the dynamic client,
+// converting each object.
+func TestFactoryForClientsDynamicAndMetadata(t *testing.T) {
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cfg"}, Data: map[string]string{"k": "v"}}
+	pod := factoryPod("a", "web", "")
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	dyn := dynamicfake.NewSimpleDynamicClient(scheme.Scheme, cm, pod)
+	mdScheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(mdScheme); err != nil {
+		t.Fatal(err)
+	}
+	md := metadatafake.NewSimpleMetadataClient(mdScheme, &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: pod.ObjectMeta})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	f, err := NewFactoryForClients(FactoryClients{Dynamic: dyn, Metadata: md}, FactoryOptions{RESTMapper: mapper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Shutdown)
+	cms, err := For[*corev1.ConfigMap](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, err := ForUnstructured(f, corev1.SchemeGroupVersion.WithResource("pods"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := ForMetadata(f, corev1.SchemeGroupVersion.WithResource("pods"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	syncFactory(t, ctx, f)
+	if got, err := cms.Lister().ByNamespace("a").Get("cfg"); err != nil || got.Data["k"] != "v" {
+		t.Errorf("ConfigMap through the dynamic client: %v, %v", got, err)
+	}
+	if _, ok := us.GetIndexer().GetByKey("a/web"); !ok {
+		t.Error("the unstructured informer does not have a/web")
+	}
+	if _, ok := ms.GetIndexer().GetByKey("a/web"); !ok {
+		t.Error("the metadata informer does not have a/web")
+	}
+}
+
+func TestNewFactoryForClientsInvalid(t *testing.T) {
+	if _, err := NewFactoryForClients(FactoryClients{}, FactoryOptions{}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("no clients: %v, want ErrInvalidOptions", err)
+	}
+	if _, err := NewFactoryForClients(FactoryClients{Kube: fake.NewClientset()}, FactoryOptions{DefaultResync: -1}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("negative resync: %v, want ErrInvalidOptions", err)
+	}
+	f, err := NewFactoryForClients(FactoryClients{Kube: fake.NewClientset()}, FactoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Shutdown()
+	if _, err := ForUnstructured(f, corev1.SchemeGroupVersion.WithResource("pods")); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("ForUnstructured without a dynamic client: %v, want ErrInvalidOptions", err)
+	}
+}
