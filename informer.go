@@ -95,6 +95,9 @@ type SharedIndexInformer[T Object] struct {
 	// listeners is replaced, never modified, so that the processing
 	// goroutine can read it without mu.
 	listeners []*listener[T]
+	// runningListeners are the listeners whose goroutines Run started, removed
+	// ones included: Run stops them all when it ends.
+	runningListeners []*listener[T]
 
 	// procMu is held while a batch of changes is applied to the cache and
 	// handed to the listeners, so that a handler added while running gets a
@@ -121,6 +124,11 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 	}
 	if opts.Reflector.ResyncPeriod != 0 || opts.Reflector.ShouldResync != nil {
 		return nil, errors.New("informer: set resync periods on the informer and its handlers, not on Reflector")
+	}
+	// The Reflector's options are checked now, with the rules of
+	// NewReflector, rather than when Run fails.
+	if _, err := NewReflector(lw, ReflectorStore[T](discardStore[T]{}), opts.Reflector); err != nil {
+		return nil, fmt.Errorf("informer: Reflector options: %w", err)
 	}
 	var zero T
 	if opts.Name == "" {
@@ -221,7 +229,7 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h ResourceEventHandler[T], opts
 	if s.isSynced {
 		l.informerHasSynced()
 	}
-	s.handlers.Go(func() { l.run(s.runCtx) })
+	s.startListenerLocked(l)
 	l.kick()
 	return &Registration[T]{l}, nil
 }
@@ -367,7 +375,13 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	}
 	r, err := NewReflector(s.lw, store, ropts)
 	if err != nil {
+		// Every registration ends: no handler will be called.
 		s.stopped = true
+		for _, l := range s.listeners {
+			l.stop(false)
+			close(l.done)
+		}
+		s.listeners = nil
 		s.mu.Unlock()
 		return err
 	}
@@ -376,33 +390,48 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	s.current = s.listeners
 	s.procMu.Unlock()
 	for _, l := range s.listeners {
-		s.handlers.Go(func() { l.run(ctx) })
+		s.startListenerLocked(l)
 	}
 	s.mu.Unlock()
 
 	var core sync.WaitGroup
+	procCtx, stopProcessing := context.WithCancel(ctx)
+	defer stopProcessing()
 	reflectorDone := make(chan error, 1)
 	core.Go(func() { reflectorDone <- r.Run(ctx) })
-	core.Go(func() { process(ctx) })
+	core.Go(func() { process(procCtx) })
 	var runErr error
+	reflectorEnded := false
 	select {
 	case <-ctx.Done():
-		runErr = <-reflectorDone
 	case runErr = <-reflectorDone:
+		reflectorEnded = true
 	}
-	closeQueue() // the processing goroutine ends once the queue is empty
-	core.Wait()
-
+	// Stop at once, whatever is queued: the processing goroutine applies
+	// nothing more, and every handler gets at most the call it is in.
+	stopProcessing()
 	s.mu.Lock()
 	s.stopped = true
-	listeners := s.listeners
-	s.listeners = nil
+	started := s.runningListeners
+	s.listeners, s.runningListeners = nil, nil
 	s.mu.Unlock()
-	for _, l := range listeners {
+	for _, l := range started {
 		l.stop(false)
 	}
+	if !reflectorEnded {
+		runErr = <-reflectorDone
+	}
+	closeQueue() // wakes the processing goroutine if it waits for events
+	core.Wait()
 	s.handlers.Wait()
 	return runErr
+}
+
+// startListenerLocked runs l's goroutine. Run stops every listener it
+// started, removed ones still draining included. The caller holds mu.
+func (s *SharedIndexInformer[T]) startListenerLocked(l *listener[T]) {
+	s.runningListeners = append(s.runningListeners, l)
+	s.handlers.Go(func() { l.run(s.runCtx) })
 }
 
 // markSynced records that the initial list is in the cache and was handed
@@ -475,3 +504,12 @@ func (s *SharedIndexInformer[T]) IsStopped() bool {
 func (s *SharedIndexInformer[T]) Lister() Lister[T] {
 	return Lister[T]{indexer: s.indexer, resource: s.opts.Resource}
 }
+
+// discardStore is a ReflectorStore that keeps nothing, for checking
+// options.
+type discardStore[T any] struct{}
+
+func (discardStore[T]) Add(T) error               { return nil }
+func (discardStore[T]) Update(T) error            { return nil }
+func (discardStore[T]) Delete(T) error            { return nil }
+func (discardStore[T]) Replace([]T, string) error { return nil }

@@ -15,11 +15,17 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 	for {
 		var initial, ok bool
 		batch, initial, ok = q.pop(batch[:0], maxBatch)
-		if !ok {
+		if !ok || ctx.Err() != nil {
 			return
 		}
 		s.procMu.Lock()
 		for i := range batch {
+			if ctx.Err() != nil {
+				// Stopping: the rest of the queue is dropped, so that
+				// shutdown does not wait for a backlog.
+				s.procMu.Unlock()
+				return
+			}
 			notes = s.applyEvent(ctx, &batch[i], initial, notes)
 		}
 		s.distributeLocked(notes)
@@ -136,8 +142,11 @@ func (s *SharedIndexInformer[T]) distributeLocked(notes []notification[T]) {
 // looks at it; handlers still run on their own goroutines.
 func (s *SharedIndexInformer[T]) processDeltaFIFO(ctx context.Context, q *DeltaFIFO[T]) {
 	var notes []notification[T]
-	for {
+	for ctx.Err() == nil {
 		_, err := q.Pop(func(d Deltas[T], initial bool) error {
+			if ctx.Err() != nil {
+				return nil // stopping: dropped, like the rest of the queue
+			}
 			// Every Delta of one Pop is about the same key.
 			key, err := q.KeyOf(d)
 			if err != nil {

@@ -113,6 +113,9 @@ type listener[T Object] struct {
 
 	depth  atomic.Int64
 	panics atomic.Int64
+	// halted is set by stop without drain: run checks it before every
+	// call, so that at most the call in progress completes.
+	halted atomic.Bool
 
 	// Sync tracking: initialPending counts initial-list adds queued but
 	// not yet handled; synced is closed once the informer has synced and
@@ -190,14 +193,31 @@ func (l *listener[T]) kick() {
 func (l *listener[T]) stop(drain bool) {
 	l.mu.Lock()
 	l.stopping, l.drain = true, drain
+	if !drain {
+		l.halted.Store(true)
+		l.dropLocked()
+	}
 	l.mu.Unlock()
 	l.kick()
+}
+
+// dropLocked forgets what is pending and gives its memory back. The batch
+// being delivered belongs to run, which stops at its next call. The caller
+// holds mu.
+func (l *listener[T]) dropLocked() {
+	l.pending = deque.Deque[notification[T]]{}
+	l.replay = nil
+	if l.merged != nil {
+		l.merged = newCoalescer[T]()
+	}
+	l.depth.Store(0)
 }
 
 // run calls the handler until stop; it replays the cache contents first if
 // the handler was added while the informer ran.
 func (l *listener[T]) run(ctx context.Context) {
 	defer close(l.done)
+	defer l.depth.Store(0)
 	for {
 		<-l.wake
 		for {
@@ -212,9 +232,12 @@ func (l *listener[T]) run(ctx context.Context) {
 				break
 			}
 			for i := range batch.Len() {
+				if l.halted.Load() {
+					return // removed or stopped: drop the rest of the batch
+				}
 				l.call(ctx, batch.At(i))
+				l.depth.Add(-1)
 			}
-			l.depth.Add(-int64(batch.Len()))
 			batch.Clear() // only this goroutine touches spare outside take
 		}
 	}

@@ -132,6 +132,15 @@ type ReflectorOptions struct {
 	// WatchListAuto.
 	WatchList WatchListMode
 
+	// InitialEventsTimeout is how long a watch-list stream may go without
+	// an event before its k8s.io/initial-events-end bookmark. A stream that
+	// stays silent that long (checked every InitialEventsTimeout, so it is
+	// given up on within twice that) comes from a source that ignores
+	// sendInitialEvents: the Reflector reports ErrNoInitialEventsEnd and,
+	// with WatchListAuto, lists and watches from then on; with WatchListOn
+	// it retries after a backoff. Default 5s.
+	InitialEventsTimeout time.Duration
+
 	// InternalErrorRetry, if positive, makes a watch that ends with a 500
 	// Internal Error start again from the last resource version, without
 	// a relist, as long as such errors keep coming (at most a minute apart)
@@ -167,11 +176,8 @@ const (
 	internalErrorResetAfter = time.Minute
 	// veryShortWatch is how long a watch must last, when it brings no
 	// event, not to be reported with ErrVeryShortWatch.
-	veryShortWatch = time.Second
-	// initialEventsWarnAfter is how long a watch-list stream may go
-	// without an event before the Reflector logs that it is still waiting
-	// for the initial-events-end bookmark.
-	initialEventsWarnAfter = 10 * time.Second
+	veryShortWatch              = time.Second
+	defaultInitialEventsTimeout = 5 * time.Second
 )
 
 // Reflector keeps a ReflectorStore in step with a ListerWatcher: it lists
@@ -187,17 +193,18 @@ type Reflector[T Object] struct {
 	resyncer   resyncer   // store's Resync, or nil
 	bookmarker bookmarker // store's Bookmark, or nil
 
-	name         string
-	typeName     string
-	resyncPeriod time.Duration
-	shouldResync func() bool
-	minWatch     time.Duration
-	pageSize     int64
-	watchList    WatchListMode // Auto already resolved to Off for a client that cannot
-	internalErr  time.Duration
-	onError      func(context.Context, error)
-	clock        clock.Clock
-	random       func() float64 // in [0, 1); tests replace it
+	name                 string
+	typeName             string
+	resyncPeriod         time.Duration
+	shouldResync         func() bool
+	minWatch             time.Duration
+	pageSize             int64
+	watchList            WatchListMode // Auto already resolved to Off for a client that cannot
+	initialEventsTimeout time.Duration
+	internalErr          time.Duration
+	onError              func(context.Context, error)
+	clock                clock.Clock
+	random               func() float64 // in [0, 1); tests replace it
 
 	running atomic.Bool // Run is running
 
@@ -230,19 +237,20 @@ func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts R
 		return invalid("nil store")
 	}
 	r := &Reflector[T]{
-		lw:           lw,
-		store:        store,
-		name:         opts.Name,
-		typeName:     fmt.Sprintf("%T", *new(T)),
-		resyncPeriod: opts.ResyncPeriod,
-		shouldResync: opts.ShouldResync,
-		minWatch:     opts.MinWatchTimeout,
-		pageSize:     opts.PageSize,
-		watchList:    opts.WatchList,
-		internalErr:  opts.InternalErrorRetry,
-		onError:      opts.WatchErrorHandler,
-		clock:        opts.Clock,
-		random:       rand.Float64,
+		lw:                   lw,
+		store:                store,
+		name:                 opts.Name,
+		typeName:             fmt.Sprintf("%T", *new(T)),
+		resyncPeriod:         opts.ResyncPeriod,
+		shouldResync:         opts.ShouldResync,
+		minWatch:             opts.MinWatchTimeout,
+		pageSize:             opts.PageSize,
+		watchList:            opts.WatchList,
+		internalErr:          opts.InternalErrorRetry,
+		initialEventsTimeout: opts.InitialEventsTimeout,
+		onError:              opts.WatchErrorHandler,
+		clock:                opts.Clock,
+		random:               rand.Float64,
 	}
 	r.resyncer, _ = store.(resyncer)
 	r.bookmarker, _ = store.(bookmarker)
@@ -264,11 +272,16 @@ func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts R
 		return invalid("MinWatchTimeout %v is under a second", r.minWatch)
 	case r.internalErr < 0:
 		return invalid("negative InternalErrorRetry %v", r.internalErr)
+	case r.initialEventsTimeout < 0:
+		return invalid("negative InitialEventsTimeout %v", r.initialEventsTimeout)
 	case r.watchList > WatchListOff:
 		return invalid("unknown WatchList mode %v", r.watchList)
 	}
 	if r.minWatch == 0 {
 		r.minWatch = defaultMinWatchTimeout
+	}
+	if r.initialEventsTimeout == 0 {
+		r.initialEventsTimeout = defaultInitialEventsTimeout
 	}
 	if watchListUnsupported(lw) {
 		switch r.watchList {
@@ -348,11 +361,17 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 		w, err = r.streamInitialState(ctx)
 		switch {
 		case ctx.Err() != nil:
+			if w != nil { // the stream completed as ctx ended: it must not outlive Run
+				w.Stop()
+			}
 			return nil
 		case err != nil && (r.watchList == WatchListOn || errors.Is(err, ErrClosed)):
 			return err
 		case err != nil:
 			r.report(ctx, fmt.Errorf("%w: %w", ErrWatchListFallback, err))
+			if errors.Is(err, ErrNoInitialEventsEnd) {
+				r.watchList = WatchListOff // the source does not serve watch-list streams
+			}
 		}
 	}
 	if w == nil {

@@ -44,6 +44,10 @@ var (
 	// that in WatchListAuto mode the Reflector lists instead, this time.
 	// The error also wraps the cause.
 	ErrWatchListFallback = errors.New("informer: watch-list failed, listing instead")
+	// ErrNoInitialEventsEnd reports a watch-list stream that went silent
+	// without the bookmark ending its initial events, as from a source that
+	// ignores sendInitialEvents (see ReflectorOptions.InitialEventsTimeout).
+	ErrNoInitialEventsEnd = errors.New("informer: no initial-events-end bookmark")
 )
 
 // EventError reports a watch event that the Reflector could not apply: its

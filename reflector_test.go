@@ -46,6 +46,7 @@ func TestNewReflectorOptions(t *testing.T) {
 		"resync without Resync":      {lw: lw, store: podStore(), opts: ReflectorOptions{ResyncPeriod: time.Minute}},
 		"watch timeout under 1s":     {lw: lw, store: podStore(), opts: ReflectorOptions{MinWatchTimeout: time.Millisecond}},
 		"negative internal retry":    {lw: lw, store: podStore(), opts: ReflectorOptions{InternalErrorRetry: -1}},
+		"negative events timeout":    {lw: lw, store: podStore(), opts: ReflectorOptions{InitialEventsTimeout: -1}},
 		"unknown watch-list mode":    {lw: lw, store: podStore(), opts: ReflectorOptions{WatchList: WatchListOff + 1}},
 		"negative backoff":           {lw: lw, store: podStore(), opts: ReflectorOptions{Backoff: Backoff{Initial: -1}}},
 		"backoff max under initial":  {lw: lw, store: podStore(), opts: ReflectorOptions{Backoff: Backoff{Initial: time.Minute, Max: time.Second}}},
@@ -467,38 +468,101 @@ func TestReflectorClockOption(t *testing.T) {
 	})
 }
 
-// TestWatchListWaitWarning checks that a watch-list stream that goes quiet
-// before its initial-events-end bookmark is logged about, every 10s of
-// silence.
-func TestWatchListWaitWarning(t *testing.T) {
+// TestWatchListWithoutEndBookmark: a source that accepts a watch-list request
+// but never ends its initial events (it ignores sendInitialEvents) is given
+// up on within twice InitialEventsTimeout: the error handler is told
+// ErrNoInitialEventsEnd, and in Auto mode the Reflector lists, syncs, and
+// never asks for a stream again. Before, it waited silently for ever.
+func TestWatchListWithoutEndBookmark(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs []string
-		logger := funcr.New(func(_, args string) { logs = append(logs, args) }, funcr.Options{})
-		ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
-		lw := funcLW{WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			w := watch.NewFakeWithChanSize(1, false)
-			w.Add(testobj.Pod("ns", "a", "1"))
-			return w, nil
-		}}
-		r, err := NewReflector(lw, podStore(), ReflectorOptions{WatchList: WatchListOn})
+		var streams, lists int
+		lw := funcLW{
+			ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+				lists++
+				return &ListPage[*corev1.Pod]{Items: []*corev1.Pod{testobj.Pod("ns", "a", "1")}, ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+			},
+			WatchFunc: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+					streams++
+				}
+				w := watch.NewFakeWithChanSize(1, false)
+				w.Add(testobj.Pod("ns", "a", "1")) // one initial event, then silence
+				return w, nil
+			},
+		}
+		var reported []error
+		store := podStore()
+		r, err := NewReflector(lw, store, ReflectorOptions{
+			WatchErrorHandler: func(_ context.Context, err error) { reported = append(reported, err) },
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- r.Run(ctx) }()
-		time.Sleep(35 * time.Second)
+		time.Sleep(2*defaultInitialEventsTimeout + time.Second)
+		synctest.Wait()
+		if lists != 1 || store.Len() != 1 {
+			t.Errorf("%d lists, %d objects stored; want the fallback list of 1 object", lists, store.Len())
+		}
+		if len(reported) == 0 || !errors.Is(reported[0], ErrNoInitialEventsEnd) || !errors.Is(reported[0], ErrWatchListFallback) {
+			t.Errorf("reported %v; want ErrNoInitialEventsEnd with ErrWatchListFallback", reported)
+		}
+		time.Sleep(time.Hour) // many more watch rounds
 		cancel()
 		<-done
-		var warnings int
-		for _, l := range logs {
-			if strings.Contains(l, "still waiting for the bookmark") {
-				warnings++
-			}
-		}
-		// The event at 0s counts as progress at the 10s tick; then 20s and
-		// 30s are silent.
-		if warnings != 2 {
-			t.Errorf("%d warnings, want 2: %q", warnings, logs)
+		if streams != 1 {
+			t.Errorf("%d watch-list requests; want 1, then lists and watches only", streams)
 		}
 	})
+}
+
+// stopRecorder is a watch.Interface that counts Stop calls.
+type stopRecorder struct {
+	*watch.FakeWatcher
+	stops *int
+}
+
+func (w stopRecorder) Stop() { *w.stops++; w.FakeWatcher.Stop() }
+
+// TestWatchListStreamStoppedWhenRunEnds: a watch-list stream whose initial
+// state completes as Run's context ends is stopped, not leaked (with a real
+// client, its goroutine and HTTP stream stayed open for ever).
+func TestWatchListStreamStoppedWhenRunEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		stops := 0
+		lw := funcLW{WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			w := watch.NewFakeWithChanSize(2, false)
+			w.Add(testobj.Pod("ns", "a", "1"))
+			end := testobj.Pod("", "", "2")
+			end.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+			w.Action(watch.Bookmark, end)
+			return stopRecorder{w, &stops}, nil
+		}}
+		// The store's Replace ends the context: the state is complete just
+		// as Run is told to stop.
+		store := &cancelOnReplace{Store: podStore(), cancel: cancel}
+		r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if stops == 0 {
+			t.Error("the watch-list stream was not stopped when Run returned")
+		}
+	})
+}
+
+type cancelOnReplace struct {
+	*Store[*corev1.Pod]
+	cancel context.CancelFunc
+}
+
+func (s *cancelOnReplace) Replace(list []*corev1.Pod, rv string) error {
+	s.cancel()
+	return s.Store.Replace(list, rv)
 }

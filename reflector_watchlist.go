@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
 
@@ -88,9 +87,10 @@ func (r *Reflector[T]) streamInitialState(ctx context.Context) (watch.Interface,
 func (r *Reflector[T]) collect(ctx context.Context, w watch.Interface, start time.Time) (items []T, rv string, complete bool, err error) {
 	var got collection[T]
 	ch := w.ResultChan()
-	warn := r.clock.NewTimer(initialEventsWarnAfter)
-	defer warn.Stop()
-	applied, appliedAtWarn := 0, 0
+	idle := r.clock.NewTimer(r.initialEventsTimeout)
+	defer idle.Stop()
+	received, receivedAtTick := 0, -1
+	applied := 0
 	pastAdded := false
 	for {
 		var ev watch.Event
@@ -98,15 +98,18 @@ func (r *Reflector[T]) collect(ctx context.Context, w watch.Interface, start tim
 		select {
 		case <-ctx.Done():
 			return nil, "", false, ctx.Err()
-		case <-warn.C():
-			if applied == appliedAtWarn {
-				klog.FromContext(ctx).Info("Warning: still waiting for the bookmark that ends the initial events of a watch-list stream",
-					"events", applied, "waited", r.clock.Since(start))
+		case <-idle.C():
+			if received == receivedAtTick {
+				// A whole period without an event, and no end of the
+				// initial events: a source that ignores sendInitialEvents.
+				return nil, "", false, fmt.Errorf("%w: the watch-list stream of %s sent no event for %v, after %d events",
+					ErrNoInitialEventsEnd, r.typeName, r.initialEventsTimeout, received)
 			}
-			appliedAtWarn = applied
-			warn.Reset(initialEventsWarnAfter)
+			receivedAtTick = received
+			idle.Reset(r.initialEventsTimeout)
 			continue
 		case ev, ok = <-ch:
+			received++
 		}
 		if !ok {
 			if d := r.clock.Since(start); d < veryShortWatch && applied == 0 {
