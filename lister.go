@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -35,7 +36,8 @@ func (l Lister[T]) Get(name string) (T, error) {
 }
 
 // ByNamespace returns a lister for the objects of one namespace, read
-// through the namespace index.
+// through the namespace index. As in client-go's listers,
+// metav1.NamespaceAll ("") lists every namespace.
 func (l Lister[T]) ByNamespace(namespace string) NamespaceLister[T] {
 	return NamespaceLister[T]{l: l, namespace: namespace}
 }
@@ -62,6 +64,9 @@ type NamespaceLister[T Object] struct {
 // List returns the namespace's objects whose labels match selector, in
 // unspecified order; a nil selector matches everything.
 func (n NamespaceLister[T]) List(selector labels.Selector) ([]T, error) {
+	if n.namespace == metav1.NamespaceAll {
+		return n.l.List(selector) // every namespace, as client-go's listers
+	}
 	if selector == nil || selector.Empty() {
 		return n.l.indexer.ByIndex(NamespaceIndex, n.namespace)
 	}

@@ -1,0 +1,75 @@
+package informer
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/typedkube/informer/internal/testobj"
+)
+
+// Our Lister and client-go's generated PodLister over the same Pods give
+// the same answers, NamespaceAll included (issue 10, item 3: ByNamespace("")
+// returned no Pod).
+func TestListerMatchesClientGo(t *testing.T) {
+	pods := []*corev1.Pod{
+		testobj.Pod("a", "web", "", "app=web"),
+		testobj.Pod("a", "db", "", "app=db"),
+		testobj.Pod("b", "web", "", "app=web"),
+		testobj.Pod("c", "cache", "", "tier=x"),
+	}
+	ours := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		if err := ours.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := theirs.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := Lister[*corev1.Pod]{indexer: ours, resource: corev1.Resource("pods")}
+	ref := corev1listers.NewPodLister(theirs)
+	keys := func(ps []*corev1.Pod) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.Namespace + "/" + p.Name
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, ns := range []string{metav1.NamespaceAll, "a", "b", "missing"} {
+		for _, sel := range []labels.Selector{labels.Everything(), labels.SelectorFromSet(labels.Set{"app": "web"}), labels.Nothing()} {
+			got, err := l.ByNamespace(ns).List(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ref.Pods(ns).List(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(keys(want), keys(got)); diff != "" {
+				t.Errorf("ByNamespace(%q).List(%v) (-client-go +ours):\n%s", ns, sel, diff)
+			}
+		}
+		for _, name := range []string{"web", "db", "nope"} {
+			got, err := l.ByNamespace(ns).Get(name)
+			want, wantErr := ref.Pods(ns).Get(name)
+			if apierrors.IsNotFound(err) != apierrors.IsNotFound(wantErr) || (err == nil && got != want) {
+				t.Errorf("ByNamespace(%q).Get(%q) = %v, %v; client-go: %v, %v", ns, name, got, err, want, wantErr)
+			}
+		}
+	}
+	all, _ := l.List(labels.Everything())
+	want, _ := ref.List(labels.Everything())
+	if diff := cmp.Diff(keys(want), keys(all)); diff != "" {
+		t.Errorf("List (-client-go +ours):\n%s", diff)
+	}
+}
