@@ -8,11 +8,23 @@ import "github.com/typedkube/informer/internal/deque"
 // the number of objects, not of changes. Its owner guards it.
 type coalescer[T Object] struct {
 	byKey map[string]*pendingState[T]
-	order deque.Deque[string] // keys in the order they became pending, each once
+	// order holds the keys in the order they became pending. An entry is
+	// live if byKey has its key with the same seq; entries of states that
+	// cancelled out are dead and skipped, and compacted away once they
+	// outnumber the live ones, so that memory stays bounded by the objects
+	// with pending changes however much churn a stalled handler sees.
+	order deque.Deque[orderEntry]
+	seq   uint64 // the seq of the last state made pending
+}
+
+type orderEntry struct {
+	key string
+	seq uint64
 }
 
 // pendingState is what a handler has not yet been told about one object.
 type pendingState[T Object] struct {
+	seq uint64          // its entry in order
 	del notification[T] // kind 0 when there is no pending deletion
 	cur notification[T] // kind 0 when there is no pending add or update
 }
@@ -27,9 +39,10 @@ func newCoalescer[T Object]() *coalescer[T] {
 func (c *coalescer[T]) add(n *notification[T], l *listener[T]) int {
 	s, ok := c.byKey[n.key]
 	if !ok {
-		s = &pendingState[T]{}
+		c.seq++
+		s = &pendingState[T]{seq: c.seq}
 		c.byKey[n.key] = s
-		c.order.PushBack(n.key)
+		c.order.PushBack(orderEntry{n.key, c.seq})
 	}
 	before := s.count()
 	switch n.kind {
@@ -65,10 +78,29 @@ func (c *coalescer[T]) add(n *notification[T], l *listener[T]) int {
 		}
 	}
 	if s.count() == 0 {
-		delete(c.byKey, n.key) // its key stays in order and is skipped
+		delete(c.byKey, n.key) // its entry in order is now dead
+		if dead := c.order.Len() - len(c.byKey); dead > len(c.byKey) && dead > 64 {
+			c.compact()
+		}
 	}
 	return s.count() - before
 }
+
+// compact drops the dead entries of order, keeping the others in order.
+func (c *coalescer[T]) compact() {
+	var live deque.Deque[orderEntry]
+	for c.order.Len() > 0 {
+		e, _ := c.order.PopFront()
+		if s, ok := c.byKey[e.key]; ok && s.seq == e.seq {
+			live.PushBack(e)
+		}
+	}
+	c.order = live
+}
+
+// size returns the number of entries it holds, live or dead: what its
+// memory is proportional to.
+func (c *coalescer[T]) size() int { return c.order.Len() + len(c.byKey) }
 
 func (s *pendingState[T]) count() int {
 	n := 0
@@ -84,12 +116,12 @@ func (s *pendingState[T]) count() int {
 // drainTo moves every pending notification to dst, in order.
 func (c *coalescer[T]) drainTo(dst *deque.Deque[notification[T]]) {
 	for c.order.Len() > 0 {
-		key, _ := c.order.PopFront()
-		s, ok := c.byKey[key]
-		if !ok {
+		e, _ := c.order.PopFront()
+		s, ok := c.byKey[e.key]
+		if !ok || s.seq != e.seq {
 			continue
 		}
-		delete(c.byKey, key)
+		delete(c.byKey, e.key)
 		if s.del.kind != 0 {
 			dst.PushBack(s.del)
 		}

@@ -3,6 +3,8 @@ package informer
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -10,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/typedkube/informer/internal/deque"
 	"github.com/typedkube/informer/internal/testobj"
 )
 
@@ -202,4 +205,62 @@ func TestLifecycleRunEndsRegistrations(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A stalled coalescing handler holds memory for the objects with pending
+// changes only: add+delete pairs that cancel out leave nothing behind,
+// whether for 40,000 distinct long names or one name again and again.
+// Before, each pair left a key in the coalescer's order for ever.
+func TestCoalesceBoundedUnderChurn(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	for name, nameOf := range map[string]func(i int) string{
+		"distinct names": func(i int) string { return long + itoa(i) },
+		"one name":       func(int) string { return long },
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newListener[*corev1.Pod](&recorder{}, HandlerOptions{Coalesce: true}, nil)
+			l.push([]notification[*corev1.Pod]{{kind: nAdd, key: "ns/kept", new: testobj.Pod("ns", "kept", "1")}})
+			maxSize := 0
+			for i := range 40_000 {
+				p := testobj.Pod("ns", nameOf(i), "1")
+				key := "ns/" + p.Name
+				l.push([]notification[*corev1.Pod]{{kind: nAdd, key: key, new: p}, {kind: nDelete, key: key, old: p}})
+				maxSize = max(maxSize, l.merged.size())
+			}
+			if maxSize > 200 {
+				t.Errorf("the coalescer grew to %d entries with 1 object pending", maxSize)
+			}
+			if got := l.depth.Load(); got != 1 {
+				t.Errorf("depth %d, want 1", got)
+			}
+			var out deque.Deque[notification[*corev1.Pod]]
+			l.merged.drainTo(&out)
+			if out.Len() != 1 || out.At(0).key != "ns/kept" {
+				t.Errorf("drained %d notifications, want the one for ns/kept", out.Len())
+			}
+		})
+	}
+}
+
+// A key whose pending state cancelled out and came back is delivered at
+// its new place in the order, not its first.
+func TestCoalesceOrderAfterCancel(t *testing.T) {
+	c := newCoalescer[*corev1.Pod]()
+	l := newListener[*corev1.Pod](&recorder{}, HandlerOptions{}, nil)
+	a, b := testobj.Pod("ns", "a", "1"), testobj.Pod("ns", "b", "1")
+	for _, n := range []notification[*corev1.Pod]{
+		{kind: nAdd, key: "ns/a", new: a}, {kind: nDelete, key: "ns/a", old: a},
+		{kind: nAdd, key: "ns/b", new: b}, {kind: nAdd, key: "ns/a", new: a},
+	} {
+		c.add(&n, l)
+	}
+	var out deque.Deque[notification[*corev1.Pod]]
+	c.drainTo(&out)
+	var keys []string
+	for n := range out.All {
+		keys = append(keys, n.key)
+	}
+	if want := []string{"ns/b", "ns/a"}; !slices.Equal(keys, want) {
+		t.Errorf("order %v, want %v", keys, want)
+	}
 }

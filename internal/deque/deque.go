@@ -1,7 +1,9 @@
 // Package deque provides a growable ring buffer used by the queues.
 package deque
 
-// Deque is a double-ended queue backed by a ring buffer that grows as needed.
+// Deque is a double-ended queue backed by a ring buffer that grows as needed
+// and gives memory back after a burst: a buffer larger than keepCap shrinks
+// by half whenever it is at most a quarter full, and Clear drops it.
 // The zero value is an empty deque ready to use. A Deque is not safe for
 // concurrent use; its owner guards it.
 type Deque[E any] struct {
@@ -36,8 +38,18 @@ func (d *Deque[E]) PopFront() (E, bool) {
 	if d.n == 0 {
 		d.head = 0
 	}
+	if len(d.buf) > keepCap && d.n <= len(d.buf)/4 {
+		d.resize(len(d.buf) / 2)
+	}
 	return e, true
 }
+
+// keepCap is the capacity a Deque keeps however it is used: below it,
+// memory is reused rather than given back.
+const keepCap = 1024
+
+// Cap returns the capacity of the buffer.
+func (d *Deque[E]) Cap() int { return len(d.buf) }
 
 // At returns the i-th element from the front; it panics if i is out of range.
 func (d *Deque[E]) At(i int) E {
@@ -47,9 +59,13 @@ func (d *Deque[E]) At(i int) E {
 	return d.buf[(d.head+i)&(len(d.buf)-1)]
 }
 
-// Clear removes every element, keeping the buffer for reuse.
+// Clear removes every element, keeping the buffer for reuse unless it is
+// larger than keepCap.
 func (d *Deque[E]) Clear() {
-	if d.n > 0 {
+	switch {
+	case len(d.buf) > keepCap:
+		d.buf = nil
+	case d.n > 0:
 		clear(d.buf)
 	}
 	d.head, d.n = 0, 0
@@ -70,6 +86,11 @@ func (d *Deque[E]) grow() {
 	if size == 0 {
 		size = 8
 	}
+	d.resize(size)
+}
+
+// resize moves the elements to a buffer of size, a power of two >= n.
+func (d *Deque[E]) resize(size int) {
 	buf := make([]E, size)
 	if d.n > 0 {
 		tail := copy(buf, d.buf[d.head:])

@@ -63,3 +63,35 @@ func TestPopReleasesReferences(t *testing.T) {
 		}
 	}
 }
+
+// After a burst, a Deque gives its memory back, whether drained by
+// PopFront or emptied by Clear; a small one keeps its buffer.
+func TestShrinksAfterBurst(t *testing.T) {
+	var d Deque[int]
+	for i := range 100_000 {
+		d.PushBack(i)
+	}
+	for i := range 100_000 {
+		if v, _ := d.PopFront(); v != i {
+			t.Fatalf("popped %d, want %d", v, i)
+		}
+	}
+	if d.Cap() > keepCap {
+		t.Errorf("capacity %d after draining 100,000 elements, want at most %d", d.Cap(), keepCap)
+	}
+	for i := range 100_000 {
+		d.PushBack(i)
+	}
+	d.Clear()
+	if d.Cap() != 0 {
+		t.Errorf("capacity %d after Clear of 100,000 elements, want 0", d.Cap())
+	}
+	for i := range 100 {
+		d.PushBack(i)
+	}
+	c := d.Cap()
+	d.Clear()
+	if d.Cap() != c {
+		t.Errorf("a small buffer was dropped by Clear: capacity %d, was %d", d.Cap(), c)
+	}
+}
