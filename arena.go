@@ -14,6 +14,7 @@ type chunk[T any] struct {
 	slots []slot[T] // slots[:used] have been handed out at least once
 	used  int
 	vals  [][]string // len(slots)*width; slot i owns vals[i*width:(i+1)*width]
+	one   []string   // likewise, where a single index value is kept
 	pos   []int32    // likewise, the slots' positions in their buckets
 }
 
@@ -33,10 +34,12 @@ func (a *arena[T]) newChunk(size int) *chunk[T] {
 	c := &chunk[T]{slots: make([]slot[T], size)}
 	if a.width > 0 {
 		c.vals = make([][]string, size*a.width)
+		c.one = make([]string, size*a.width)
 		c.pos = make([]int32, size*a.width)
 		for i := range c.slots {
 			lo, hi := i*a.width, (i+1)*a.width
 			c.slots[i].vals = c.vals[lo:hi:hi]
+			c.slots[i].one = c.one[lo:hi:hi]
 			c.slots[i].pos = c.pos[lo:hi:hi]
 		}
 	}
@@ -72,6 +75,7 @@ func (a *arena[T]) release(sl *slot[T]) {
 	var zero T
 	sl.key, sl.obj = "", zero
 	clear(sl.vals)
+	clear(sl.one)
 	a.spare = append(a.spare, sl)
 }
 
@@ -93,14 +97,22 @@ func (a *arena[T]) widen(width int) {
 	a.width = width
 	for _, c := range a.chunks {
 		vals := make([][]string, len(c.slots)*width)
+		one := make([]string, len(c.slots)*width)
 		pos := make([]int32, len(c.slots)*width)
 		for i := range c.slots {
 			sl := &c.slots[i]
+			prev := sl.vals
 			lo, hi := i*width, (i+1)*width
-			copy(vals[lo:hi:hi], sl.vals[:old])
 			copy(pos[lo:hi:hi], sl.pos[:old])
-			sl.vals, sl.pos = vals[lo:hi:hi], pos[lo:hi:hi]
+			sl.vals, sl.one, sl.pos = vals[lo:hi:hi], one[lo:hi:hi], pos[lo:hi:hi]
+			for j, v := range prev {
+				if len(v) == 1 {
+					sl.setVals(j, v) // into the new storage
+				} else {
+					sl.vals[j] = v // already the slot's own
+				}
+			}
 		}
-		c.vals, c.pos = vals, pos
+		c.vals, c.one, c.pos = vals, one, pos
 	}
 }

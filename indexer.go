@@ -100,7 +100,9 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 	defer x.mu.Unlock()
 	x.arena.widen(width)
 	for i, sl := range slots {
-		copy(sl.vals[old.len():], vals[i*added:(i+1)*added])
+		for j := range added {
+			sl.setVals(old.len()+j, vals[i*added+j])
+		}
 		for j := old.len(); j < width; j++ {
 			next.add(j, sl, sl.vals[j])
 		}
@@ -431,12 +433,9 @@ func (s *indexSet[T]) reindex(sl *slot[T], vals [][]string) {
 	for i := range s.len() {
 		if !slices.Equal(sl.vals[i], vals[i]) {
 			s.remove(i, sl, sl.vals[i])
-			s.add(i, sl, vals[i])
+			sl.setVals(i, vals[i])
+			s.add(i, sl, sl.vals[i])
 		}
-		// Keep the new slice even when equal: it may share memory with
-		// the new object (MetaNamespaceIndexFunc), and the old object must
-		// not be kept alive by it.
-		sl.vals[i] = vals[i]
 	}
 }
 
@@ -471,6 +470,10 @@ func (s *indexSet[T]) bucketFor(i int, v string) *bucket[T] {
 func (s *indexSet[T]) remove(i int, sl *slot[T], vals []string) {
 	if len(vals) == 1 {
 		b := s.buckets[i][vals[0]]
+		if b == nil || int(sl.pos[i]) >= len(b.single) || b.single[sl.pos[i]] != sl {
+			s.removeLost(i, sl) // cannot happen while slots own their values; never panic
+			return
+		}
 		p, last := sl.pos[i], len(b.single)-1
 		moved := b.single[last]
 		b.single[p], moved.pos[i] = moved, p
@@ -486,6 +489,22 @@ func (s *indexSet[T]) remove(i int, sl *slot[T], vals []string) {
 		b := s.buckets[i][v]
 		if b == nil {
 			continue // a duplicate value, already removed
+		}
+		delete(b.multi, sl)
+		s.dropIfEmpty(i, v, b)
+	}
+}
+
+// removeLost takes sl out of whatever buckets of index i hold it, looking
+// through them all: the slow way, for bookkeeping found inconsistent.
+func (s *indexSet[T]) removeLost(i int, sl *slot[T]) {
+	for v, b := range s.buckets[i] {
+		if k := slices.Index(b.single, sl); k >= 0 {
+			last := len(b.single) - 1
+			moved := b.single[last]
+			b.single[k], moved.pos[i] = moved, int32(k)
+			b.single[last] = nil
+			b.single = b.single[:last]
 		}
 		delete(b.multi, sl)
 		s.dropIfEmpty(i, v, b)

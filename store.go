@@ -3,6 +3,7 @@ package informer
 import (
 	"cmp"
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -48,8 +49,34 @@ type Store[T any] struct {
 type slot[T any] struct {
 	key  string
 	obj  T
-	vals [][]string // the index values of obj, one entry per index of idx
+	vals [][]string // the index values of obj, one entry per index of idx, owned by the slot (see setVals)
+	one  []string   // per index: where vals keeps a single value
 	pos  []int32    // per index with one value: the slot's position in its bucket
+}
+
+// setVals records v as the values of index i. The slot keeps its own copy,
+// never the slice an index function returned: a function may reuse its
+// buffer, or return memory of the object (MetaNamespaceIndexFunc), which a
+// caller who mutates a stored object would change under the index. A single
+// value, the common case, is kept in the slot's arena storage: copying a
+// string header allocates nothing.
+func (sl *slot[T]) setVals(i int, v []string) {
+	switch len(v) {
+	case 0:
+		sl.vals[i] = nil
+	case 1:
+		sl.one[i] = v[0]
+		sl.vals[i] = sl.one[i : i+1 : i+1]
+	default:
+		sl.vals[i] = slices.Clone(v)
+	}
+}
+
+// setAllVals records vals as the values of every index.
+func (sl *slot[T]) setAllVals(vals [][]string) {
+	for i, v := range vals {
+		sl.setVals(i, v)
+	}
 }
 
 type entry[T any] struct {
@@ -277,7 +304,7 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 			sl = ar.alloc()
 			sl.key = keys[i]
 			items[sl.key] = sl
-			copy(sl.vals, vals)
+			sl.setAllVals(vals)
 			idx.index(sl)
 		} else {
 			idx.reindex(sl, vals)
@@ -323,7 +350,7 @@ func (s *Store[T]) putLocked(key string, obj T, vals [][]string) (old T, existed
 		sl = s.arena.alloc()
 		sl.key = key
 		s.items[key] = sl
-		copy(sl.vals, vals)
+		sl.setAllVals(vals)
 		idx.index(sl)
 	} else {
 		old, existed = sl.obj, true
