@@ -226,3 +226,37 @@ func TestNewFactoryForClientsInvalid(t *testing.T) {
 		t.Errorf("ForUnstructured without a dynamic client: %v, want ErrInvalidOptions", err)
 	}
 }
+
+// Asking for the namespace index explicitly agrees with the built-in one, in
+// either order (issue 10, item 8); a function under that name that indexes
+// something else is still a conflict.
+func TestFactoryNamespaceIndexExplicit(t *testing.T) {
+	byNS := func(p *corev1.Pod) ([]string, error) { return []string{p.Namespace}, nil }
+	byNode := func(p *corev1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil }
+	for name, first := range map[string][]ForOptions[*corev1.Pod]{
+		"plain first":    nil,
+		"explicit first": {{Indexers: Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, err := NewFactoryForClients(FactoryClients{Kube: fake.NewClientset()}, FactoryOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Shutdown()
+			if _, err := For[*corev1.Pod](f, first...); err != nil {
+				t.Fatal(err)
+			}
+			for _, fn := range []IndexFunc[*corev1.Pod]{MetaNamespaceIndexFunc[*corev1.Pod], byNS} {
+				if _, err := For(f, ForOptions[*corev1.Pod]{Indexers: Indexers[*corev1.Pod]{NamespaceIndex: fn}}); err != nil {
+					t.Errorf("asking for the namespace index: %v", err)
+				}
+			}
+			if _, err := For[*corev1.Pod](f); err != nil {
+				t.Errorf("plain For after: %v", err)
+			}
+			if _, err := For(f, ForOptions[*corev1.Pod]{Indexers: Indexers[*corev1.Pod]{NamespaceIndex: byNode}}); !errors.Is(err, ErrOptionsConflict) {
+				t.Errorf("a node index under NamespaceIndex: %v, want ErrOptionsConflict", err)
+			}
+		})
+	}
+}

@@ -48,7 +48,10 @@ type ForOptions[T Object] struct {
 	// Indexers are indexes added to the cache. On a later call, those the
 	// informer does not have are added (with AddIndexers, also while it
 	// runs); a name it has must come with the very same function value
-	// (as for Transform). Default: none besides NamespaceIndex.
+	// (as for Transform), except NamespaceIndex, which agrees whenever both
+	// functions index by namespace (as MetaNamespaceIndexFunc does; judged
+	// by their results on probe objects). Default: none besides
+	// NamespaceIndex.
 	Indexers Indexers[T]
 }
 
@@ -325,7 +328,7 @@ func addIndexers[T Object](s *shared[T], want Indexers[T]) error {
 			old, ok := have[name]
 			if !ok {
 				add[name] = fn
-			} else if !sameFunc(old, fn) {
+			} else if !sameFunc(old, fn) && !(name == NamespaceIndex && indexesNamespace(old) && indexesNamespace(fn)) {
 				return fmt.Errorf("%w: %s has an index %q with another function: %w", ErrOptionsConflict, s.name, name, ErrIndexConflict)
 			}
 		}
@@ -338,6 +341,40 @@ func addIndexers[T Object](s *shared[T], want Indexers[T]) error {
 		}
 		// Another call added one of these names meanwhile: look again.
 	}
+}
+
+// indexesNamespace reports whether f indexes objects by namespace, as
+// MetaNamespaceIndexFunc does, judged by what it returns for two probe
+// objects: function values cannot be compared across packages, and an
+// index means what it computes.
+func indexesNamespace[T Object](f IndexFunc[T]) bool {
+	typ := reflect.TypeFor[T]()
+	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	for _, ns := range []string{"informer-probe-namespace", ""} {
+		obj, ok := reflect.New(typ.Elem()).Interface().(T)
+		if !ok {
+			return false
+		}
+		obj.SetNamespace(ns)
+		obj.SetName("informer-probe")
+		vals, err := callIndexFunc(f, obj)
+		if err != nil || len(vals) != 1 || vals[0] != ns {
+			return false
+		}
+	}
+	return true
+}
+
+// callIndexFunc calls f, turning a panic into an error.
+func callIndexFunc[T Object](f IndexFunc[T], obj T) (vals []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("informer: index function panicked: %v", r)
+		}
+	}()
+	return f(obj)
 }
 
 // sameFunc reports whether a and b are the very same function value. A
