@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,5 +259,58 @@ func TestFactoryNamespaceIndexExplicit(t *testing.T) {
 				t.Errorf("a node index under NamespaceIndex: %v, want ErrOptionsConflict", err)
 			}
 		})
+	}
+}
+
+// Factory.Shutdown returns without delivering handlers' backlogs: a handler
+// stalled with 1,000 notifications waiting gets at most the call it is in.
+func TestFactoryShutdownDropsBacklog(t *testing.T) {
+	cs := fake.NewClientset()
+	started := watchStarted(cs, "pods")
+	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, inCall := make(chan struct{}), make(chan struct{}, 1)
+	var calls atomic.Int64
+	reg, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{AddFunc: func(*corev1.Pod, bool) {
+		calls.Add(1)
+		select {
+		case inCall <- struct{}{}:
+		default:
+		}
+		<-gate
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	<-started
+	for i := range 1000 {
+		if _, err := cs.CoreV1().Pods("a").Create(t.Context(), factoryPod("a", "p"+itoa(i), ""), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-inCall
+	for deadline := time.Now().Add(20 * time.Second); reg.Pending() < 999 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // until the backlog is queued for the handler
+	}
+	if p := reg.Pending(); p < 999 {
+		t.Fatalf("Pending() = %d, want the backlog of 999", p)
+	}
+	done := make(chan struct{})
+	go func() { f.Shutdown(); close(done) }()
+	<-pods.Synced() // already closed; Shutdown is under way or done
+	for !pods.IsStopped() {
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	<-done
+	if n := calls.Load(); n > 2 {
+		t.Errorf("the handler got %d calls; want the one in progress when Shutdown began, at most one more", n)
 	}
 }
