@@ -1,0 +1,78 @@
+package benchmarks
+
+import (
+	"runtime/metrics"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// processCost is what the test process has spent so far: its own CPU time (user and system,
+// from getrusage(RUSAGE_SELF), which does not count the servers: they are child processes, and
+// RUSAGE_SELF excludes children) and what it has allocated on the heap (runtime/metrics, read
+// without stopping the world).
+type processCost struct {
+	cpu    time.Duration
+	allocs uint64
+	bytes  uint64
+}
+
+var costSamples = []metrics.Sample{
+	{Name: "/gc/heap/allocs:objects"},
+	{Name: "/gc/heap/allocs:bytes"},
+}
+
+// costNow reads the process's cost so far.
+func costNow() processCost {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err) // cannot fail for RUSAGE_SELF
+	}
+	s := make([]metrics.Sample, len(costSamples))
+	copy(s, costSamples)
+	metrics.Read(s)
+	return processCost{
+		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		allocs: s[0].Value.Uint64(),
+		bytes:  s[1].Value.Uint64(),
+	}
+}
+
+// since returns the cost between prev and c.
+func (c processCost) since(prev processCost) processCost {
+	return processCost{cpu: c.cpu - prev.cpu, allocs: c.allocs - prev.allocs, bytes: c.bytes - prev.bytes}
+}
+
+// heapSampler reads the live heap (/memory/classes/heap/objects:bytes: objects not yet freed,
+// reachable or not) every 2 ms until stopped, and keeps the highest value.
+type heapSampler struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	peak uint64
+}
+
+func startHeapSampler() *heapSampler {
+	h := &heapSampler{stop: make(chan struct{})}
+	h.wg.Go(func() {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			h.peak = max(h.peak, s[0].Value.Uint64())
+			select {
+			case <-h.stop:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return h
+}
+
+// Peak stops the sampler and returns the highest live heap it saw.
+func (h *heapSampler) Peak() uint64 {
+	close(h.stop)
+	h.wg.Wait()
+	return h.peak
+}
