@@ -169,12 +169,7 @@ func (lw *reflectedListWatch[T]) List(ctx context.Context, opts metav1.ListOptio
 	if !ok || isNil(list) {
 		return nil, fmt.Errorf("informer: the typed client's List returned no list")
 	}
-	lm := list.(metav1.ListInterface) // checked by itemsOf
-	page := &ListPage[T]{Items: lw.items(list)}
-	page.ResourceVersion = lm.GetResourceVersion()
-	page.Continue = lm.GetContinue()
-	page.RemainingItemCount = lm.GetRemainingItemCount()
-	return page, nil
+	return pageOf(list, lw.items), nil
 }
 
 func (lw *reflectedListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {

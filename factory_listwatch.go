@@ -89,12 +89,18 @@ func (lw *restListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (
 	if err != nil {
 		return nil, err
 	}
-	lm := list.(metav1.ListInterface) // checked by itemsOf
-	page := &ListPage[T]{Items: lw.items(list)}
+	return pageOf(list, lw.items), nil
+}
+
+// pageOf returns list, of a type checked by itemsOf, as a ListPage with the
+// items that items gives.
+func pageOf[T Object](list runtime.Object, items func(runtime.Object) []T) *ListPage[T] {
+	lm := list.(metav1.ListInterface)
+	page := &ListPage[T]{Items: items(list)}
 	page.ResourceVersion = lm.GetResourceVersion()
 	page.Continue = lm.GetContinue()
 	page.RemainingItemCount = lm.GetRemainingItemCount()
-	return page, nil
+	return page
 }
 
 // Watch watches, as client-go's typed clients do: the watch decodes each

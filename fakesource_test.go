@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/typedkube/informer/internal/deque"
+	"github.com/typedkube/informer/internal/watchqueue"
 )
 
 // fakeSource is a tiny API server for Pods: it versions every change, lists
@@ -56,7 +56,7 @@ func (s *fakeSource) change(t watch.EventType, p *corev1.Pod) *corev1.Pod {
 	ev := watch.Event{Type: t, Object: p}
 	s.history = append(s.history, ev)
 	for w := range s.watchers {
-		w.send(ev)
+		w.Send(ev)
 	}
 	return p
 }
@@ -90,7 +90,7 @@ func (s *fakeSource) DropWatches() {
 
 func (s *fakeSource) dropWatchesLocked() {
 	for w := range s.watchers {
-		w.stop()
+		w.Stop()
 		delete(s.watchers, w)
 	}
 }
@@ -177,7 +177,7 @@ func (s *fakeSource) watch(opts metav1.ListOptions) (watch.Interface, error) {
 	w := newFakeWatch()
 	for _, ev := range s.history {
 		if rv, _ := strconv.Atoi(ev.Object.(*corev1.Pod).ResourceVersion); rv > from {
-			w.send(ev)
+			w.Send(ev)
 		}
 	}
 	s.watchers[w] = struct{}{}
@@ -227,59 +227,10 @@ func (s *fakeSource) Upstream() cache.ListerWatcher {
 	}
 }
 
-// fakeWatch delivers events in order without ever blocking the source: a
-// goroutine moves them from an unbounded queue to the result channel until
-// the watch is stopped.
-type fakeWatch struct {
-	mu      sync.Mutex
-	queue   deque.Deque[watch.Event]
-	more    chan struct{} // capacity 1
-	stopped chan struct{}
-	once    sync.Once
-	ch      chan watch.Event
-}
+// fakeWatch is a watch that never blocks the source (see watchqueue).
+type fakeWatch = watchqueue.Watch
 
-func newFakeWatch() *fakeWatch {
-	w := &fakeWatch{more: make(chan struct{}, 1), stopped: make(chan struct{}), ch: make(chan watch.Event)}
-	go w.pump()
-	return w
-}
-
-func (w *fakeWatch) send(ev watch.Event) {
-	w.mu.Lock()
-	w.queue.PushBack(ev)
-	w.mu.Unlock()
-	select {
-	case w.more <- struct{}{}:
-	default:
-	}
-}
-
-func (w *fakeWatch) pump() {
-	defer close(w.ch)
-	for {
-		w.mu.Lock()
-		ev, ok := w.queue.PopFront()
-		w.mu.Unlock()
-		if !ok {
-			select {
-			case <-w.more:
-				continue
-			case <-w.stopped:
-				return
-			}
-		}
-		select {
-		case w.ch <- ev:
-		case <-w.stopped:
-			return
-		}
-	}
-}
-
-func (w *fakeWatch) stop()                          { w.once.Do(func() { close(w.stopped) }) }
-func (w *fakeWatch) Stop()                          { w.stop() }
-func (w *fakeWatch) ResultChan() <-chan watch.Event { return w.ch }
+func newFakeWatch() *fakeWatch { return watchqueue.New(context.Background()) }
 
 var (
 	errListFailed = errors.New("fakeSource: list failed")

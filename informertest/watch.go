@@ -2,14 +2,13 @@ package informertest
 
 import (
 	"context"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/typedkube/informer/internal/deque"
+	"github.com/typedkube/informer/internal/watchqueue"
 )
 
 // sourceWatch is one watch of a Source. It never blocks the Source: events
@@ -25,25 +24,16 @@ type sourceWatch struct {
 	fs        fields.Selector
 	bookmarks bool
 	visible   map[string]runtime.Object // the last state the watcher was sent of each object it knows; guarded by the Source's lock
-
-	mu     sync.Mutex // guards queue
-	queue  deque.Deque[watch.Event]
-	more   chan struct{} // capacity 1: the queue grew
-	done   chan struct{} // closed by Stop
-	once   sync.Once
-	ch     chan watch.Event
-	onStop func() // set by the Source under its lock; removes the watch from it
+	q         *watchqueue.Watch
+	onStop    func() // set by the Source under its lock; removes the watch from it
 }
 
 func newSourceWatch(ctx context.Context, ls labels.Selector, fs fields.Selector, bookmarks bool) *sourceWatch {
 	w := &sourceWatch{
 		ls: ls, fs: fs, bookmarks: bookmarks,
 		visible: map[string]runtime.Object{},
-		more:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		ch:      make(chan watch.Event),
+		q:       watchqueue.New(ctx),
 	}
-	go w.pump(ctx)
 	return w
 }
 
@@ -88,43 +78,9 @@ func (w *sourceWatch) filter(ev watch.Event) (watch.Event, bool) {
 	return ev, false
 }
 
-func (w *sourceWatch) push(ev watch.Event) {
-	w.mu.Lock()
-	w.queue.PushBack(ev)
-	w.mu.Unlock()
-	select {
-	case w.more <- struct{}{}:
-	default:
-	}
-}
+func (w *sourceWatch) push(ev watch.Event) { w.q.Send(ev) }
 
-func (w *sourceWatch) pump(ctx context.Context) {
-	defer close(w.ch)
-	for {
-		w.mu.Lock()
-		ev, ok := w.queue.PopFront()
-		w.mu.Unlock()
-		if !ok {
-			select {
-			case <-w.more:
-				continue
-			case <-w.done:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-		select {
-		case w.ch <- ev:
-		case <-w.done:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func (w *sourceWatch) stop() { w.once.Do(func() { close(w.done) }) }
+func (w *sourceWatch) stop() { w.q.Stop() }
 
 // Stop ends the watch: its result channel closes.
 func (w *sourceWatch) Stop() {
@@ -135,4 +91,4 @@ func (w *sourceWatch) Stop() {
 }
 
 // ResultChan returns the events; it closes when the watch ends.
-func (w *sourceWatch) ResultChan() <-chan watch.Event { return w.ch }
+func (w *sourceWatch) ResultChan() <-chan watch.Event { return w.q.ResultChan() }
