@@ -211,6 +211,12 @@ func validateFactoryOptions(opts *FactoryOptions) error {
 	if opts.Informer.Reflector.ResyncPeriod != 0 || opts.Informer.Reflector.ShouldResync != nil {
 		return fmt.Errorf("%w: set resync with DefaultResync, ForOptions or HandlerOptions, not in Informer.Reflector", ErrInvalidOptions)
 	}
+	// The informers' Reflector options, checked now with NewReflector's
+	// rules rather than at each For.
+	probe := ListWatchFuncs[*metav1.PartialObjectMetadata]{}
+	if _, err := NewReflector(probe, ReflectorStore[*metav1.PartialObjectMetadata](discardStore[*metav1.PartialObjectMetadata]{}), opts.Informer.Reflector); err != nil {
+		return err
+	}
 	if opts.Scheme == nil {
 		opts.Scheme = scheme.Scheme
 	}

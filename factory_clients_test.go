@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -312,5 +313,16 @@ func TestFactoryShutdownDropsBacklog(t *testing.T) {
 	<-done
 	if n := calls.Load(); n > 2 {
 		t.Errorf("the handler got %d calls; want the one in progress when Shutdown began, at most one more", n)
+	}
+}
+
+// Invalid Reflector options are refused by the factory's constructors.
+func TestFactoryInvalidReflectorOptions(t *testing.T) {
+	opts := FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{MinWatchTimeout: time.Millisecond}}}
+	if _, err := NewFactoryForClients(FactoryClients{Kube: fake.NewClientset()}, opts); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("NewFactoryForClients: %v, want ErrInvalidOptions", err)
+	}
+	if _, err := NewFactory(&rest.Config{Host: "https://127.0.0.1:1"}, opts); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("NewFactory: %v, want ErrInvalidOptions", err)
 	}
 }
