@@ -1,0 +1,5 @@
+// Package clientgo connects informer to code written against client-go's
+// tools/cache: Indexer adapts a typed *informer.Indexer[T], such as an
+// informer's cache, to a cache.Indexer, so that generated listers
+// (corev1listers.NewPodLister and the like) read it.
+package clientgo

@@ -1,0 +1,215 @@
+package clientgo
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/typedkube/informer"
+)
+
+// ErrWrongType reports an object handed to an adapter that is not of the
+// adapted type.
+var ErrWrongType = fmt.Errorf("clientgo: object of the wrong type")
+
+// Indexer returns x as a client-go cache.Indexer, for code written against
+// client-go, such as generated listers:
+//
+//	pods := corev1listers.NewPodLister(clientgo.Indexer(inf.GetIndexer()))
+//
+// Reads go straight to x; objects come out as interface{} holding a T, and
+// are shared with x: never mutate them. Writes convert their argument to T
+// and fail with ErrWrongType otherwise; do not write to an informer's
+// cache, which the informer owns. Index functions convert in both
+// directions (GetIndexers, AddIndexers). LastStoreSyncResourceVersion
+// returns the resource version of the last Replace, and Bookmark records
+// one; Resync does nothing.
+func Indexer[T informer.Object](x *informer.Indexer[T]) cache.Indexer {
+	return &indexer[T]{x: x}
+}
+
+type indexer[T informer.Object] struct {
+	x *informer.Indexer[T]
+
+	mu sync.Mutex // guards rv
+	rv string
+}
+
+var _ cache.Indexer = (*indexer[informer.Object])(nil)
+
+func typed[T informer.Object](obj any) (T, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	t, ok := obj.(T)
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("%w: %T, want %T", ErrWrongType, obj, zero)
+	}
+	return t, nil
+}
+
+func untyped[T any](objs []T) []any {
+	out := make([]any, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out
+}
+
+func (a *indexer[T]) Add(obj any) error {
+	t, err := typed[T](obj)
+	if err != nil {
+		return err
+	}
+	return a.x.Add(t)
+}
+
+func (a *indexer[T]) Update(obj any) error {
+	t, err := typed[T](obj)
+	if err != nil {
+		return err
+	}
+	return a.x.Update(t)
+}
+
+func (a *indexer[T]) Delete(obj any) error {
+	t, err := typed[T](obj)
+	if err != nil {
+		return err
+	}
+	return a.x.Delete(t)
+}
+
+func (a *indexer[T]) List() []any { return untyped(a.x.List()) }
+
+func (a *indexer[T]) ListKeys() []string { return a.x.ListKeys() }
+
+func (a *indexer[T]) LastStoreSyncResourceVersion() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.rv
+}
+
+func (a *indexer[T]) Bookmark(rv string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rv = rv
+}
+
+func (a *indexer[T]) Get(obj any) (any, bool, error) {
+	t, err := typed[T](obj)
+	if err != nil {
+		return nil, false, err
+	}
+	item, ok, err := a.x.Get(t)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return item, true, nil
+}
+
+func (a *indexer[T]) GetByKey(key string) (any, bool, error) {
+	item, ok := a.x.GetByKey(key)
+	if !ok {
+		return nil, false, nil
+	}
+	return item, true, nil
+}
+
+func (a *indexer[T]) Replace(list []any, rv string) error {
+	objs := make([]T, len(list))
+	for i, o := range list {
+		t, err := typed[T](o)
+		if err != nil {
+			return err
+		}
+		objs[i] = t
+	}
+	if err := a.x.Replace(objs, rv); err != nil {
+		return err
+	}
+	a.Bookmark(rv)
+	return nil
+}
+
+func (a *indexer[T]) Resync() error { return nil }
+
+func (a *indexer[T]) Index(indexName string, obj any) ([]any, error) {
+	t, err := typed[T](obj)
+	if err != nil {
+		// client-go's listers ask the namespace index with a bare
+		// *metav1.ObjectMeta: run the index function on a T carrying
+		// that metadata.
+		m, merr := meta.Accessor(obj)
+		if merr != nil {
+			return nil, err
+		}
+		if t, err = withMeta[T](m); err != nil {
+			return nil, err
+		}
+	}
+	objs, err := a.x.Index(indexName, t)
+	return untyped(objs), err
+}
+
+func (a *indexer[T]) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	return a.x.IndexKeys(indexName, indexedValue)
+}
+
+func (a *indexer[T]) ListIndexFuncValues(indexName string) []string {
+	return a.x.ListIndexFuncValues(indexName)
+}
+
+func (a *indexer[T]) ByIndex(indexName, indexedValue string) ([]any, error) {
+	objs, err := a.x.ByIndex(indexName, indexedValue)
+	return untyped(objs), err
+}
+
+func (a *indexer[T]) GetIndexers() cache.Indexers {
+	out := cache.Indexers{}
+	for name, f := range a.x.GetIndexers() {
+		out[name] = func(obj any) ([]string, error) {
+			t, err := typed[T](obj)
+			if err != nil {
+				return nil, err
+			}
+			return f(t)
+		}
+	}
+	return out
+}
+
+func (a *indexer[T]) AddIndexers(indexers cache.Indexers) error {
+	add := make(informer.Indexers[T], len(indexers))
+	for name, f := range indexers {
+		if f == nil {
+			return fmt.Errorf("clientgo: nil IndexFunc for index %q", name)
+		}
+		add[name] = func(t T) ([]string, error) { return f(t) }
+	}
+	return a.x.AddIndexers(add)
+}
+
+// withMeta returns a new T with the namespace, name, labels and
+// annotations of m.
+func withMeta[T informer.Object](m metav1.Object) (T, error) {
+	var zero T
+	typ := reflect.TypeFor[T]()
+	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		return zero, fmt.Errorf("%w: %v is not a pointer to a struct", ErrWrongType, typ)
+	}
+	t, ok := reflect.New(typ.Elem()).Interface().(T)
+	if !ok {
+		return zero, fmt.Errorf("%w: %v", ErrWrongType, typ)
+	}
+	t.SetNamespace(m.GetNamespace())
+	t.SetName(m.GetName())
+	t.SetLabels(m.GetLabels())
+	t.SetAnnotations(m.GetAnnotations())
+	return t, nil
+}
