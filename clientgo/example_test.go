@@ -1,15 +1,19 @@
 package clientgo_test
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/clientgo"
+	"github.com/typedkube/informer/informertest"
 )
 
 // A generated client-go lister reading a typed cache, such as an
@@ -24,4 +28,24 @@ func ExampleIndexer() {
 	p, _ := lister.Pods("default").Get("web-1")
 	fmt.Println(len(inDefault), p.Name)
 	// Output: 1 web-1
+}
+
+// A client-go event handler, unchanged, fed by a typed informer.
+func ExampleHandler() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	src := informertest.NewSource(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1"}})
+	pods, _ := informer.NewSharedIndexInformer(src, informer.SharedIndexInformerOptions[*corev1.Pod]{})
+	added := make(chan string, 1)
+	legacy := cache.ResourceEventHandlerFuncs{ // written for client-go
+		AddFunc: func(obj any) { added <- obj.(*corev1.Pod).Name },
+	}
+	reg, _ := pods.AddEventHandler(clientgo.Handler[*corev1.Pod](legacy))
+	done := make(chan error)
+	go func() { done <- pods.Run(ctx) }()
+	_ = informer.WaitForCacheSync(ctx, pods, reg)
+	fmt.Println(<-added)
+	cancel()
+	<-done
+	// Output: web-1
 }
