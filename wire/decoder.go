@@ -1,0 +1,229 @@
+package wire
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"unsafe"
+
+	sigsjson "sigs.k8s.io/json"
+)
+
+// Options configures a Decoder. The zero value decodes what P declares,
+// sharing repeated strings.
+type Options struct {
+	// Annotations, when set, keeps only the annotations of a Meta whose key
+	// it returns true for. The bookmark annotation that ends a watch-list
+	// stream's initial events is always kept. Default: all.
+	Annotations func(key string) bool
+	// DropManagedFields leaves metav1.ObjectMeta.ManagedFields empty when
+	// decoding a type with a full ObjectMeta (a Meta never has them). It
+	// is never a default: client-go keeps them.
+	DropManagedFields bool
+	// NoSharing gives every object its own copy of every string. By
+	// default, short strings that repeat across objects (namespaces, label
+	// and annotation keys and values, images, node names, owner kinds) are
+	// shared through a bounded table, which saves heap and changes nothing
+	// a reader can see.
+	NoSharing bool
+}
+
+// Decoder decodes the protobuf or JSON encoding of a T into a P that
+// mirrors it: P has a subset of T's fields at every level, each of T's type
+// or a projection of it, and possibly an embedded Meta[P]; P may be T
+// itself. It is safe for concurrent use.
+type Decoder[P any] struct {
+	plan  *plan
+	json  reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
+	mu    sync.Mutex   // guards strs
+	strs  *interner
+	opts  Options
+	meta  int // offset of P's Meta, or -1
+	tname string
+}
+
+// NewDecoder checks that P mirrors T, both struct types, and returns a
+// Decoder of T's encodings into P. A field of P that T lacks, or whose type
+// is neither T's nor a projection of it, is a *MismatchError naming the
+// field's path.
+func NewDecoder[P, T any](opts Options) (*Decoder[P], error) {
+	p, t := reflect.TypeFor[P](), reflect.TypeFor[T]()
+	if p.Kind() != reflect.Struct || t.Kind() != reflect.Struct {
+		return nil, &MismatchError{p.String(), "both the projection and the type must be structs, not pointers"}
+	}
+	pl := &planner{plans: map[[2]reflect.Type]*plan{}, opts: &opts}
+	x, err := pl.build(p, t, "")
+	if err != nil {
+		return nil, err
+	}
+	d := &Decoder[P]{plan: x, opts: opts, meta: metaOffset(p), tname: t.String()}
+	if !opts.NoSharing {
+		d.strs = newInterner()
+	}
+	if p != t {
+		sh := &shadower{done: map[[2]reflect.Type]reflect.Type{}}
+		if d.json, err = sh.shadow(p, t, ""); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Protobuf decodes the bare protobuf message of a T (no envelope) into a
+// new P.
+func (d *Decoder[P]) Protobuf(b []byte) (*P, error) {
+	p := new(P)
+	if err := d.ProtobufInto(b, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ProtobufInto decodes the bare protobuf message of a T into p, merging as
+// protobuf does: scalars are replaced, repeated fields and maps added to.
+func (d *Decoder[P]) ProtobufInto(b []byte, p *P) (err error) {
+	defer func() {
+		if r := recover(); r != nil { // a type's own Unmarshal that panics
+			err = &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformed, r)}
+		}
+	}()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := state{strs: d.strs, filter: d.opts.Annotations}
+	return s.message(b, unsafe.Pointer(p), d.plan)
+}
+
+// JSON decodes the JSON encoding of a T into a new P, with the decoder the
+// API machinery uses (case-sensitive field names, integers kept as
+// integers).
+func (d *Decoder[P]) JSON(b []byte) (*P, error) {
+	p := new(P)
+	target := any(p)
+	if d.json != nil {
+		target = reflect.NewAt(d.json, unsafe.Pointer(p)).Interface()
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, target); err != nil {
+		return nil, &DecodeError{Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+	}
+	if d.meta >= 0 && d.opts.Annotations != nil {
+		m := (*Meta[struct{}])(unsafe.Add(unsafe.Pointer(p), d.meta))
+		for k := range m.Annotations {
+			if k != initialEventsEnd && !d.opts.Annotations(k) {
+				delete(m.Annotations, k)
+			}
+		}
+		if len(m.Annotations) == 0 {
+			m.Annotations = nil
+		}
+	}
+	return p, nil
+}
+
+// shadower builds, for a projection P of T, a struct type with P's layout
+// and T's JSON names, so that the JSON decoder fills a P directly.
+type shadower struct {
+	done map[[2]reflect.Type]reflect.Type
+}
+
+func (sh *shadower) shadow(p, t reflect.Type, path string) (reflect.Type, error) {
+	if p == t {
+		return p, nil
+	}
+	k := [2]reflect.Type{p, t}
+	if s, ok := sh.done[k]; ok {
+		if s == nil {
+			return nil, &MismatchError{path, "recursive projections are not supported in JSON"}
+		}
+		return s, nil
+	}
+	sh.done[k] = nil
+	var s reflect.Type
+	var err error
+	switch p.Kind() {
+	case reflect.Pointer:
+		if s, err = sh.shadow(p.Elem(), t.Elem(), path); err == nil {
+			s = reflect.PointerTo(s)
+		}
+	case reflect.Slice:
+		if s, err = sh.shadow(p.Elem(), t.Elem(), path); err == nil {
+			s = reflect.SliceOf(s)
+		}
+	case reflect.Struct:
+		s, err = sh.structOf(p, t, path)
+	default:
+		err = &MismatchError{path, fmt.Sprintf("type %s is neither %s nor a projection of it", p, t)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	sh.done[k] = s
+	return s, nil
+}
+
+func (sh *shadower) structOf(p, t reflect.Type, path string) (reflect.Type, error) {
+	fields := make([]reflect.StructField, 0, p.NumField())
+	for i := range p.NumField() {
+		pf := p.Field(i)
+		fpath := join(path, pf.Name)
+		var tf reflect.StructField
+		var ok bool
+		if reflect.PointerTo(pf.Type).Implements(metaMarkerType) {
+			tf, ok = metaField(t)
+		} else {
+			tf, ok = t.FieldByName(pf.Name)
+		}
+		if !ok {
+			return nil, &MismatchError{fpath, t.String() + " has no such field"}
+		}
+		name, inline := jsonName(tf)
+		if inline && pf.Type == typeMetaType {
+			// Embedded TypeMeta: its two fields at the top level.
+			fields = append(fields,
+				reflect.StructField{Name: "Kind", Type: reflect.TypeFor[string](), Tag: `json:"kind,omitempty"`},
+				reflect.StructField{Name: "APIVersion", Type: reflect.TypeFor[string](), Tag: `json:"apiVersion,omitempty"`})
+			continue
+		}
+		if inline {
+			return nil, &MismatchError{fpath, "inlined JSON fields other than TypeMeta are not supported"}
+		}
+		ft, err := sh.shadow(pf.Type, tf.Type, fpath)
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, reflect.StructField{Name: pf.Name, Type: ft, Tag: reflect.StructTag(`json:"` + name + `"`)})
+	}
+	s := reflect.StructOf(fields)
+	if s.Size() != p.Size() {
+		return nil, &MismatchError{path, "internal: JSON shadow layout differs"}
+	}
+	for i, j := 0, 0; i < p.NumField(); i, j = i+1, j+1 {
+		if p.Field(i).Type == typeMetaType && s.Field(j).Name == "Kind" {
+			j++
+			continue
+		}
+		if s.Field(j).Offset != p.Field(i).Offset {
+			return nil, &MismatchError{join(path, p.Field(i).Name), "internal: JSON shadow layout differs"}
+		}
+	}
+	return s, nil
+}
+
+// jsonName returns the JSON name of f and whether it is inlined.
+func jsonName(f reflect.StructField) (string, bool) {
+	tag := f.Tag.Get("json")
+	name, _, _ := strings.Cut(tag, ",")
+	if tag == "-" {
+		return "-", false
+	}
+	if name == "" && f.Anonymous {
+		return "", true
+	}
+	if strings.Contains(tag, ",inline") {
+		return "", true
+	}
+	if name == "" {
+		name = f.Name
+	}
+	return name, false
+}

@@ -1,0 +1,160 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Errors of malformed input. Every decoding error wraps one of them, or
+// ErrMismatch, so callers can tell bad bytes from a bad projection.
+var (
+	// ErrTruncated reports input that ends inside a field.
+	ErrTruncated = errors.New("wire: truncated input")
+	// ErrMalformed reports input that is not valid protobuf or JSON for the
+	// type: an overflowing varint, a negative length, an illegal tag or
+	// wire type, an envelope without the magic prefix.
+	ErrMalformed = errors.New("wire: malformed input")
+)
+
+// Protobuf wire types.
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireStart   = 3
+	wireEnd     = 4
+	wireFixed32 = 5
+)
+
+// varint reads a base-128 varint at b[i:], returning it and the index after
+// it. Like the generated decoders, it accepts at most ten bytes.
+func varint(b []byte, i int) (uint64, int, error) {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		if shift >= 64 {
+			return 0, 0, fmt.Errorf("%w: varint overflows 64 bits", ErrMalformed)
+		}
+		if i >= len(b) {
+			return 0, 0, ErrTruncated
+		}
+		c := b[i]
+		i++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, i, nil
+		}
+	}
+}
+
+// tag reads a field key at b[i:]: the field number and the wire type.
+func tag(b []byte, i int) (num int32, typ int, next int, err error) {
+	v, next, err := varint(b, i)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	num, typ = int32(v>>3), int(v&7)
+	if typ == wireEnd {
+		return 0, 0, 0, fmt.Errorf("%w: end of group outside a group", ErrMalformed)
+	}
+	if num <= 0 {
+		return 0, 0, 0, fmt.Errorf("%w: illegal field number %d", ErrMalformed, num)
+	}
+	return num, typ, next, nil
+}
+
+// lengthDelimited reads the length of a bytes field at b[i:] and returns
+// the field's bounds.
+func lengthDelimited(b []byte, i int) (start, end int, err error) {
+	n, i, err := varint(b, i)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n > math.MaxInt32 {
+		return 0, 0, fmt.Errorf("%w: length %d", ErrMalformed, n)
+	}
+	end = i + int(n)
+	if end > len(b) {
+		return 0, 0, ErrTruncated
+	}
+	return i, end, nil
+}
+
+// skip returns the index after the value of a field of wire type typ that
+// starts at b[i:], groups included.
+func skip(b []byte, i int, typ int) (int, error) {
+	depth := 0
+	for {
+		switch typ {
+		case wireVarint:
+			_, n, err := varint(b, i)
+			if err != nil {
+				return 0, err
+			}
+			i = n
+		case wireFixed64:
+			if len(b)-i < 8 {
+				return 0, ErrTruncated
+			}
+			i += 8
+		case wireFixed32:
+			if len(b)-i < 4 {
+				return 0, ErrTruncated
+			}
+			i += 4
+		case wireBytes:
+			_, end, err := lengthDelimited(b, i)
+			if err != nil {
+				return 0, err
+			}
+			i = end
+		case wireStart:
+			depth++
+		case wireEnd:
+			if depth == 0 {
+				return 0, fmt.Errorf("%w: unexpected end of group", ErrMalformed)
+			}
+			depth--
+		default:
+			return 0, fmt.Errorf("%w: illegal wire type %d", ErrMalformed, typ)
+		}
+		if depth == 0 {
+			return i, nil
+		}
+		v, n, err := varint(b, i)
+		if err != nil {
+			return 0, err
+		}
+		i, typ = n, int(v&7)
+	}
+}
+
+// fields calls f for each field of the message b with its number, wire
+// type and value bounds: for wireBytes the payload, for the others the
+// encoded value. It stops at the first error, f's included.
+func fields(b []byte, f func(num int32, typ int, v []byte) error) error {
+	for i := 0; i < len(b); {
+		num, typ, next, err := tag(b, i)
+		if err != nil {
+			return err
+		}
+		var v []byte
+		if typ == wireBytes {
+			start, end, err := lengthDelimited(b, next)
+			if err != nil {
+				return err
+			}
+			v, i = b[start:end], end
+		} else {
+			end, err := skip(b, next, typ)
+			if err != nil {
+				return err
+			}
+			v, i = b[next:end], end
+		}
+		if err := f(num, typ, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
