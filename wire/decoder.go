@@ -29,12 +29,14 @@ type Options struct {
 	NoSharing bool
 }
 
-// Decoder decodes the protobuf or JSON encoding of a T into a P that
+// Decoder decodes the protobuf or JSON encoding of a *T into a *P that
 // mirrors it: P has a subset of T's fields at every level, each of T's type
 // or a projection of it, and possibly an embedded Meta[P]; P may be T
-// itself. It is safe for concurrent use.
-type Decoder[P any] struct {
+// itself. Its type parameter is the pointer type *P, the type an informer
+// caches. It is safe for concurrent use.
+type Decoder[PP any] struct {
 	plan  *plan
+	elem  reflect.Type // P
 	json  reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
 	mu    sync.Mutex   // guards strs
 	strs  *interner
@@ -43,21 +45,22 @@ type Decoder[P any] struct {
 	tname string
 }
 
-// NewDecoder checks that P mirrors T, both struct types, and returns a
-// Decoder of T's encodings into P. A field of P that T lacks, or whose type
-// is neither T's nor a projection of it, is a *MismatchError naming the
-// field's path.
-func NewDecoder[P, T any](opts Options) (*Decoder[P], error) {
-	p, t := reflect.TypeFor[P](), reflect.TypeFor[T]()
-	if p.Kind() != reflect.Struct || t.Kind() != reflect.Struct {
-		return nil, &MismatchError{p.String(), "both the projection and the type must be structs, not pointers"}
+// NewDecoder checks that P mirrors T, where PP is *P and TP is *T, pointers
+// to structs, and returns a Decoder of T's encodings into P. A field of P
+// that T lacks, or whose type is neither T's nor a projection of it, is a
+// *MismatchError naming the field's path.
+func NewDecoder[PP, TP any](opts Options) (*Decoder[PP], error) {
+	pp, tp := reflect.TypeFor[PP](), reflect.TypeFor[TP]()
+	if pp.Kind() != reflect.Pointer || tp.Kind() != reflect.Pointer || pp.Elem().Kind() != reflect.Struct || tp.Elem().Kind() != reflect.Struct {
+		return nil, &MismatchError{pp.String(), "the projection and the type must be pointers to structs, such as *corev1.Pod"}
 	}
+	p, t := pp.Elem(), tp.Elem()
 	pl := &planner{plans: map[[2]reflect.Type]*plan{}, opts: &opts}
 	x, err := pl.build(p, t, "")
 	if err != nil {
 		return nil, err
 	}
-	d := &Decoder[P]{plan: x, opts: opts, meta: metaOffset(p), tname: t.String()}
+	d := &Decoder[PP]{plan: x, elem: p, opts: opts, meta: metaOffset(p), tname: t.String()}
 	if !opts.NoSharing {
 		d.strs = newInterner()
 	}
@@ -70,19 +73,27 @@ func NewDecoder[P, T any](opts Options) (*Decoder[P], error) {
 	return d, nil
 }
 
+// cast returns the object at p as a PP.
+func cast[PP any](p unsafe.Pointer) PP { return *(*PP)(unsafe.Pointer(&p)) }
+
 // Protobuf decodes the bare protobuf message of a T (no envelope) into a
 // new P.
-func (d *Decoder[P]) Protobuf(b []byte) (*P, error) {
-	p := new(P)
-	if err := d.ProtobufInto(b, p); err != nil {
-		return nil, err
+func (d *Decoder[PP]) Protobuf(b []byte) (PP, error) {
+	p := reflect.New(d.elem).UnsafePointer()
+	if err := d.into(b, p); err != nil {
+		var zero PP
+		return zero, err
 	}
-	return p, nil
+	return cast[PP](p), nil
 }
 
 // ProtobufInto decodes the bare protobuf message of a T into p, merging as
 // protobuf does: scalars are replaced, repeated fields and maps added to.
-func (d *Decoder[P]) ProtobufInto(b []byte, p *P) (err error) {
+func (d *Decoder[PP]) ProtobufInto(b []byte, p PP) error {
+	return d.into(b, *(*unsafe.Pointer)(unsafe.Pointer(&p)))
+}
+
+func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) (err error) {
 	defer func() {
 		if r := recover(); r != nil { // a type's own Unmarshal that panics
 			err = &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformed, r)}
@@ -91,23 +102,24 @@ func (d *Decoder[P]) ProtobufInto(b []byte, p *P) (err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := state{strs: d.strs, filter: d.opts.Annotations}
-	return s.message(b, unsafe.Pointer(p), d.plan)
+	return s.message(b, p, d.plan)
 }
 
 // JSON decodes the JSON encoding of a T into a new P, with the decoder the
 // API machinery uses (case-sensitive field names, integers kept as
 // integers).
-func (d *Decoder[P]) JSON(b []byte) (*P, error) {
-	p := new(P)
-	target := any(p)
+func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
+	var zero PP
+	p := reflect.New(d.elem).UnsafePointer()
+	target := reflect.NewAt(d.elem, p).Interface()
 	if d.json != nil {
-		target = reflect.NewAt(d.json, unsafe.Pointer(p)).Interface()
+		target = reflect.NewAt(d.json, p).Interface()
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, target); err != nil {
-		return nil, &DecodeError{Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+		return zero, &DecodeError{Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
 	if d.meta >= 0 && d.opts.Annotations != nil {
-		m := (*Meta[struct{}])(unsafe.Add(unsafe.Pointer(p), d.meta))
+		m := (*Meta[struct{}])(unsafe.Add(p, d.meta))
 		for k := range m.Annotations {
 			if k != initialEventsEnd && !d.opts.Annotations(k) {
 				delete(m.Annotations, k)
@@ -117,7 +129,7 @@ func (d *Decoder[P]) JSON(b []byte) (*P, error) {
 			m.Annotations = nil
 		}
 	}
-	return p, nil
+	return cast[PP](p), nil
 }
 
 // shadower builds, for a projection P of T, a struct type with P's layout

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/randfill"
 	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/randfill"
 )
 
 // The projections the tests decode into.
@@ -29,11 +29,11 @@ type (
 		Status podStatusSlim
 	}
 	podSpecSlim struct {
-		NodeName       string
-		Containers     []containerSlim
-		InitContainers []corev1.Container
+		NodeName        string
+		Containers      []containerSlim
+		InitContainers  []corev1.Container
 		SecurityContext *podSecuritySlim
-		Tolerations    []corev1.Toleration
+		Tolerations     []corev1.Toleration
 	}
 	podSecuritySlim struct {
 		RunAsUser *int64
@@ -155,11 +155,11 @@ type protoMessage interface {
 // into P, and compares each with what the generated decoder makes.
 func checkKind[P, T any](t *testing.T, n int) {
 	t.Helper()
-	full, err := NewDecoder[T, T](Options{})
+	full, err := NewDecoder[*T, *T](Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slim, err := NewDecoder[P, T](Options{})
+	slim, err := NewDecoder[*P, *T](Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,234 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+)
+
+// SourceOptions configures a Source.
+type SourceOptions[PP any] struct {
+	// Protobuf asks the server for protobuf first (built-in types); the
+	// server answers JSON for types it only serves in JSON (CRDs), and the
+	// Source decodes whichever it gets.
+	Protobuf bool
+	// Reuse, when set, is asked for the cached object of each listed
+	// object, and of each ADDED watch event, before it is decoded: if it
+	// returns an object, that object is used instead and the bytes are not
+	// decoded. The Source passes the namespace, name and resourceVersion
+	// it read from the bytes; Reuse must return an object only if it has
+	// exactly that resourceVersion (for protobuf only).
+	Reuse func(ref ObjectRef) (PP, bool)
+	// Tweak changes the options of every request.
+	Tweak func(*metav1.ListOptions)
+}
+
+// Source lists and watches one resource through a REST client, decoding
+// each object straight from the response bytes with a Decoder.
+type Source[PP any] struct {
+	client    rest.Interface
+	resource  string
+	namespace string
+	dec       *Decoder[PP]
+	opts      SourceOptions[PP]
+}
+
+// NewSource returns the Source of resource (such as "pods") in namespace
+// ("" for all namespaces, or a cluster-scoped resource) through client, a
+// REST client for the resource's group and version.
+func NewSource[PP any](client rest.Interface, resource, namespace string, dec *Decoder[PP], opts SourceOptions[PP]) *Source[PP] {
+	return &Source[PP]{client: client, resource: resource, namespace: namespace, dec: dec, opts: opts}
+}
+
+const (
+	acceptProtobuf = "application/vnd.kubernetes.protobuf, application/json"
+	acceptJSON     = "application/json"
+)
+
+func (s *Source[PP]) accept() string {
+	if s.opts.Protobuf {
+		return acceptProtobuf
+	}
+	return acceptJSON
+}
+
+func (s *Source[PP]) request(opts *metav1.ListOptions) *rest.Request {
+	if s.opts.Tweak != nil {
+		s.opts.Tweak(opts)
+	}
+	r := s.client.Get().
+		NamespaceIfScoped(s.namespace, s.namespace != "").
+		Resource(s.resource).
+		VersionedParams(opts, metav1.ParameterCodec).
+		SetHeader("Accept", s.accept())
+	if opts.TimeoutSeconds != nil {
+		r = r.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
+	}
+	return r
+}
+
+// List lists one page: its objects and its list metadata.
+func (s *Source[PP]) List(ctx context.Context, opts metav1.ListOptions) ([]PP, metav1.ListMeta, error) {
+	body, err := s.request(&opts).Do(ctx).Raw()
+	if err != nil {
+		return nil, metav1.ListMeta{}, err
+	}
+	if IsProtobuf(body) {
+		var items []PP
+		lm, err := ListItems(body, func(item []byte) error {
+			p, err := s.object(item, true)
+			if err != nil {
+				return fmt.Errorf("list item %d: %w", len(items), err)
+			}
+			items = append(items, p)
+			return nil
+		})
+		if err != nil {
+			return nil, metav1.ListMeta{}, err
+		}
+		return items, lm, nil
+	}
+	var list struct {
+		Metadata metav1.ListMeta  `json:"metadata"`
+		Items    []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, metav1.ListMeta{}, &DecodeError{Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+	}
+	items := make([]PP, 0, len(list.Items))
+	for i, raw := range list.Items {
+		p, err := s.dec.JSON(raw)
+		if err != nil {
+			return nil, metav1.ListMeta{}, fmt.Errorf("list item %d: %w", i, err)
+		}
+		items = append(items, p)
+	}
+	return items, list.Metadata, nil
+}
+
+// object decodes the bare protobuf message of one object, or reuses the
+// cached one.
+func (s *Source[PP]) object(b []byte, reuse bool) (PP, error) {
+	if reuse && s.opts.Reuse != nil {
+		ref, err := PeekProtobufMeta(b)
+		if err != nil {
+			var zero PP
+			return zero, err
+		}
+		if p, ok := s.opts.Reuse(ref); ok {
+			return p, nil
+		}
+	}
+	return s.dec.Protobuf(b)
+}
+
+// Watch starts a watch. The events carry *P, which must be a
+// runtime.Object, or a *metav1.Status for ERROR events; bytes that cannot
+// be decoded end the watch with an ERROR event.
+func (s *Source[PP]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	var zero PP
+	if _, ok := any(zero).(runtime.Object); !ok {
+		return nil, fmt.Errorf("wire: %T is not a runtime.Object: embed a wire.Meta", zero)
+	}
+	opts.Watch = true
+	body, err := s.request(&opts).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return watch.NewStreamWatcher(newEventDecoder(s, body), apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")), nil
+}
+
+// eventDecoder decodes the events of a watch stream, protobuf or JSON.
+type eventDecoder[PP any] struct {
+	s      *Source[PP]
+	body   io.ReadCloser
+	r      *bufio.Reader
+	frames *FrameReader  // protobuf
+	json   *json.Decoder // JSON
+}
+
+func newEventDecoder[PP any](s *Source[PP], body io.ReadCloser) *eventDecoder[PP] {
+	return &eventDecoder[PP]{s: s, body: body, r: bufio.NewReaderSize(body, 32<<10)}
+}
+
+// Decode returns the next event.
+func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
+	if d.frames == nil && d.json == nil {
+		first, err := d.r.Peek(1)
+		if err != nil {
+			return "", nil, err
+		}
+		if first[0] == '{' || first[0] == ' ' || first[0] == '\n' || first[0] == '\r' || first[0] == '\t' {
+			d.json = json.NewDecoder(d.r)
+		} else {
+			d.frames = NewFrameReader(d.r)
+		}
+	}
+	if d.json != nil {
+		return d.decodeJSON()
+	}
+	typ, obj, err := d.frames.Next()
+	if err != nil {
+		return "", nil, err
+	}
+	kind, raw, err := Unwrap(obj)
+	if err != nil {
+		return "", nil, fmt.Errorf("watch event %s: %w", typ, err)
+	}
+	et := watch.EventType(typ)
+	if et == watch.Error || string(kind) == "Status" && et != watch.Added && et != watch.Modified && et != watch.Deleted && et != watch.Bookmark {
+		st := &metav1.Status{}
+		if err := st.Unmarshal(raw); err != nil {
+			return "", nil, &DecodeError{Err: fmt.Errorf("%w: status: %w", ErrMalformed, err)}
+		}
+		return watch.Error, st, nil
+	}
+	p, err := d.s.object(raw, et == watch.Added)
+	if err != nil {
+		return "", nil, fmt.Errorf("watch event %s: %w", typ, err)
+	}
+	return et, any(p).(runtime.Object), nil
+}
+
+func (d *eventDecoder[PP]) decodeJSON() (watch.EventType, runtime.Object, error) {
+	var ev struct {
+		Type   watch.EventType `json:"type"`
+		Object json.RawMessage `json:"object"`
+	}
+	if err := d.json.Decode(&ev); err != nil {
+		if errors.Is(err, io.EOF) {
+			return "", nil, io.EOF
+		}
+		return "", nil, err
+	}
+	if ev.Type == watch.Error {
+		st := &metav1.Status{}
+		if err := json.Unmarshal(ev.Object, st); err != nil {
+			return "", nil, &DecodeError{Err: fmt.Errorf("%w: status: %w", ErrMalformed, err)}
+		}
+		return watch.Error, st, nil
+	}
+	p, err := d.s.dec.JSON(ev.Object)
+	if err != nil {
+		return "", nil, fmt.Errorf("watch event %s: %w", ev.Type, err)
+	}
+	obj := any(p).(runtime.Object)
+	// As client-go's decoders leave a watched object: without its kind.
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return ev.Type, obj, nil
+}
+
+// Close closes the stream.
+func (d *eventDecoder[PP]) Close() { d.body.Close() }
