@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/typedkube/informer/wire"
 	"net/http"
 	"reflect"
 	"slices"
@@ -83,6 +84,14 @@ type FactoryOptions struct {
 	// Informer holds the options the factory gives every informer it
 	// makes. Default: the informers' defaults.
 	Informer InformerOptions
+	// Decoding chooses how the informers of For decode responses in a
+	// factory made by NewFactory. Default DecodeClientGo. ForProjection
+	// always decodes with package wire.
+	Decoding DecodingMode
+	// Wire configures package wire's decoders, for DecodeWire and
+	// ForProjection: which annotations to keep, dropping managedFields,
+	// sharing strings. Default: everything kept, strings shared.
+	Wire wire.Options
 	// Logger receives the factory's own log lines, such as discovery
 	// refreshes. Informers log through the context given to Start
 	// (klog.FromContext), as SharedIndexInformer.Run does. Default: none.

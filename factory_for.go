@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/typedkube/informer/wire"
 	"reflect"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -119,15 +121,27 @@ func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], 
 		return nil, err
 	}
 	var lw ListerWatcher[T]
-	if f.clients != nil {
+	holder := new(atomic.Pointer[SharedIndexInformer[T]])
+	switch {
+	case f.clients != nil:
 		lw, err = clientListWatchFor[T](f, mapping, list, s.namespace)
-	} else {
+	case f.opts.Decoding == DecodeWire:
+		var dec *wire.Decoder[T]
+		if dec, err = wire.NewDecoder[T, T](f.opts.Wire); err == nil {
+			_, protobuf := any(*new(T)).(protobufDecodable)
+			lw, err = newWireListWatch(f, mapping, s.namespace, protobuf, dec, holder, o.Transform == nil)
+		}
+	default:
 		lw, err = newRESTListWatch[T](f, mapping, list, s.namespace)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return register(f, s, typ, mapping.Resource, lw, o)
+	inf, err := register(f, s, typ, mapping.Resource, lw, o)
+	if err == nil {
+		holder.Store(inf)
+	}
+	return inf, err
 }
 
 // ForUnstructured returns the factory's shared informer of unstructured

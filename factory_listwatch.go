@@ -38,6 +38,27 @@ func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list refl
 	if err != nil {
 		return nil, err
 	}
+	_, objProto := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(protobufDecodable)
+	_, listProto := reflect.New(list.Elem()).Interface().(protobufDecodable)
+	client, err := f.restClient(mapping, objProto && listProto)
+	if err != nil {
+		return nil, err
+	}
+	return &restListWatch[T]{
+		client:    client,
+		resource:  mapping.Resource.Resource,
+		namespace: namespace,
+		tweak:     f.opts.TweakListOptions,
+		newList:   func() runtime.Object { return reflect.New(list.Elem()).Interface().(runtime.Object) },
+		items:     items,
+	}, nil
+}
+
+// restClient returns a REST client for the group and version of mapping
+// that asks for protobuf with JSON as a fallback when protobuf is true
+// (and the factory's *rest.Config sets no content types), and for JSON
+// only otherwise.
+func (f *Factory) restClient(mapping *meta.RESTMapping, protobuf bool) (*rest.RESTClient, error) {
 	gv := mapping.GroupVersionKind.GroupVersion()
 	cfg := rest.CopyConfig(f.cfg)
 	cfg.GroupVersion = &gv
@@ -46,10 +67,8 @@ func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list refl
 		cfg.APIPath = "/api"
 	}
 	cfg.NegotiatedSerializer = f.codecs.WithoutConversion()
-	_, objProto := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(protobufDecodable)
-	_, listProto := reflect.New(list.Elem()).Interface().(protobufDecodable)
 	switch {
-	case !objProto || !listProto:
+	case !protobuf:
 		cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	case cfg.ContentType == "" && cfg.AcceptContentTypes == "":
 		// As client-go's typed clients do (gentype.PrefersProtobuf).
@@ -63,14 +82,7 @@ func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list refl
 	if err != nil {
 		return nil, fmt.Errorf("informer: REST client for %v: %w", gv, err)
 	}
-	return &restListWatch[T]{
-		client:    client,
-		resource:  mapping.Resource.Resource,
-		namespace: namespace,
-		tweak:     f.opts.TweakListOptions,
-		newList:   func() runtime.Object { return reflect.New(list.Elem()).Interface().(runtime.Object) },
-		items:     items,
-	}, nil
+	return client, nil
 }
 
 // List lists one page, as client-go's typed clients do.

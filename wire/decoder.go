@@ -55,17 +55,21 @@ func NewDecoder[PP, TP any](opts Options) (*Decoder[PP], error) {
 		return nil, &MismatchError{pp.String(), "the projection and the type must be pointers to structs, such as *corev1.Pod"}
 	}
 	p, t := pp.Elem(), tp.Elem()
-	pl := &planner{plans: map[[2]reflect.Type]*plan{}, opts: &opts}
-	x, err := pl.build(p, t, "")
-	if err != nil {
-		return nil, err
+	d := &Decoder[PP]{elem: p, opts: opts, meta: metaOffset(p), tname: t.String()}
+	if tp.Implements(unmarshalerType) { // T has a protobuf encoding
+		pl := &planner{plans: map[[2]reflect.Type]*plan{}, opts: &opts}
+		x, err := pl.build(p, t, "")
+		if err != nil {
+			return nil, err
+		}
+		d.plan = x
 	}
-	d := &Decoder[PP]{plan: x, elem: p, opts: opts, meta: metaOffset(p), tname: t.String()}
 	if !opts.NoSharing {
 		d.strs = newInterner()
 	}
 	if p != t {
 		sh := &shadower{done: map[[2]reflect.Type]reflect.Type{}}
+		var err error
 		if d.json, err = sh.shadow(p, t, ""); err != nil {
 			return nil, err
 		}
@@ -94,6 +98,9 @@ func (d *Decoder[PP]) ProtobufInto(b []byte, p PP) error {
 }
 
 func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) (err error) {
+	if d.plan == nil {
+		return &DecodeError{Err: fmt.Errorf("%w: %s has no protobuf encoding", ErrMalformed, d.tname)}
+	}
 	defer func() {
 		if r := recover(); r != nil { // a type's own Unmarshal that panics
 			err = &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformed, r)}

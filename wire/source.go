@@ -101,7 +101,7 @@ func (s *Source[PP]) List(ctx context.Context, opts metav1.ListOptions) ([]PP, m
 		return items, lm, nil
 	}
 	var list struct {
-		Metadata metav1.ListMeta  `json:"metadata"`
+		Metadata metav1.ListMeta   `json:"metadata"`
 		Items    []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {

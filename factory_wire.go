@@ -1,0 +1,232 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+
+	"github.com/typedkube/informer/wire"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// DecodingMode chooses how the informers of a Factory made by NewFactory
+// decode the API server's responses into typed objects.
+type DecodingMode int
+
+const (
+	// DecodeClientGo decodes with client-go's codecs and the factory's
+	// scheme, as client-go's informers do.
+	DecodeClientGo DecodingMode = iota
+	// DecodeWire decodes with package wire, straight from the response
+	// bytes into each object, which equals client-go's decoding under
+	// go-cmp: a LIST's items are decoded one by one into objects of their
+	// own (no list to copy them out of), short repeated strings are shared
+	// (FactoryOptions.Wire), and on a relist an object whose namespace,
+	// name and resourceVersion, read from the bytes, match the cached
+	// object's is not decoded at all: the cached object is used. An
+	// informer with a Transform decodes every object, since its cached
+	// objects are the transform's output.
+	DecodeWire
+)
+
+// wireListWatch lists and watches through a wire.Source.
+type wireListWatch[T Object] struct {
+	src *wire.Source[T]
+}
+
+func (lw *wireListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
+	items, lm, err := lw.src.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &ListPage[T]{Items: items, ListMeta: lm}, nil
+}
+
+func (lw *wireListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.src.Watch(ctx, opts)
+}
+
+// IsWatchListSemanticsUnSupported returns false, as for restListWatch.
+func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return false }
+
+// newWireListWatch returns a ListerWatcher of mapping's resource in
+// namespace decoding with dec. When reuse is true, it asks the informer
+// that holder will hold for the cached object before decoding one.
+func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, namespace string, protobuf bool, dec *wire.Decoder[T], holder *atomic.Pointer[SharedIndexInformer[T]], reuse bool) (*wireListWatch[T], error) {
+	client, err := f.restClient(mapping, protobuf)
+	if err != nil {
+		return nil, err
+	}
+	opts := wire.SourceOptions[T]{Protobuf: protobuf, Tweak: f.opts.TweakListOptions}
+	if reuse {
+		opts.Reuse = func(ref wire.ObjectRef) (T, bool) {
+			var zero T
+			inf := holder.Load()
+			if inf == nil {
+				return zero, false
+			}
+			key := string(ref.Name)
+			if len(ref.Namespace) > 0 {
+				key = string(ref.Namespace) + "/" + key
+			}
+			obj, ok := inf.GetIndexer().GetByKey(key)
+			if !ok || obj.GetResourceVersion() != string(ref.ResourceVersion) || len(ref.ResourceVersion) == 0 {
+				return zero, false
+			}
+			return obj, true
+		}
+	}
+	return &wireListWatch[T]{src: wire.NewSource(client, mapping.Resource.Resource, namespace, dec, opts)}, nil
+}
+
+// ForProjection returns the factory's shared informer of projections PP
+// (*P) of the kind of TP (*T), such as *corev1.Pod: P is a struct the user
+// writes, with an embedded wire.Meta[P] and a subset of T's fields at every
+// level, each of T's type or a projection of it; no tags, no methods, no
+// generated code. The informer decodes each object straight from the
+// response bytes into a P, never building a T, and caches only P:
+//
+//	type PodSlim struct {
+//		wire.Meta[PodSlim]
+//		Spec struct {
+//			NodeName   string
+//			Containers []struct{ Name, Image string }
+//		}
+//	}
+//	pods, err := informer.ForProjection[PodSlim, corev1.Pod](f)
+//
+// The mapping is checked here: a field T lacks or a type that does not
+// match is an error wrapping wire.ErrMismatch that names the field's path.
+// Keys, namespaces, resource versions, label selectors, indexers, listers,
+// handlers and tombstones work with PP as with any type. The informer is
+// shared per P, named like "v1/pods (PodSlim)"; FactoryOptions.Wire
+// configures its decoding; on a relist it reuses unchanged cached objects
+// as DecodeWire does. Other errors and opts are as for For.
+//
+// In a factory made by NewFactoryForClients, the informer lists and
+// watches T through the clients and projects each object by encoding it
+// in protobuf and decoding that, which gives the same P.
+func ForProjection[P, T any, PP interface {
+	*P
+	Object
+}, TP interface {
+	*T
+	Object
+}](f *Factory, opts ...ForOptions[PP]) (*SharedIndexInformer[PP], error) {
+	o, err := forOptions(f, opts)
+	if err != nil {
+		return nil, err
+	}
+	typ := reflect.TypeFor[PP]()
+	f.mu.Lock()
+	if err := f.usableLocked(); err != nil {
+		f.mu.Unlock()
+		return nil, err
+	}
+	e := f.types[typ]
+	f.mu.Unlock()
+	if e != nil {
+		return join(f, e, o)
+	}
+	dec, err := wire.NewDecoder[PP, TP](f.opts.Wire)
+	if err != nil {
+		return nil, fmt.Errorf("informer: projection %v of %v: %w", reflect.TypeFor[P](), reflect.TypeFor[T](), err)
+	}
+	gvk, list, err := kindOf[TP](f.opts.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	mapping, err := f.restMapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	s := &shared[PP]{
+		name:       flavoredName(mapping.Resource, reflect.TypeFor[P]().Name()),
+		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+	}
+	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
+		return nil, err
+	}
+	var lw ListerWatcher[PP]
+	holder := new(atomic.Pointer[SharedIndexInformer[PP]])
+	if f.clients != nil {
+		full, err := clientListWatchFor[TP](f, mapping, list, s.namespace)
+		if err != nil {
+			return nil, err
+		}
+		lw = projectedListWatch(full, dec)
+	} else {
+		_, protobuf := any(TP(nil)).(protobufDecodable)
+		if lw, err = newWireListWatch(f, mapping, s.namespace, protobuf, dec, holder, o.Transform == nil); err != nil {
+			return nil, err
+		}
+	}
+	inf, err := register(f, s, typ, mapping.Resource, lw, o)
+	if err == nil {
+		holder.Store(inf)
+	}
+	return inf, err
+}
+
+// projectedListWatch lists and watches T through full and projects each
+// object into PP through its protobuf encoding.
+func projectedListWatch[PP, TP Object](full ListerWatcher[TP], dec *wire.Decoder[PP]) ListerWatcher[PP] {
+	project := func(obj TP) (PP, error) {
+		var zero PP
+		m, ok := any(obj).(interface{ Marshal() ([]byte, error) })
+		if !ok {
+			return zero, fmt.Errorf("informer: %T has no protobuf encoding to project", obj)
+		}
+		b, err := m.Marshal()
+		if err != nil {
+			return zero, err
+		}
+		return dec.Protobuf(b)
+	}
+	lw := ListWatchFuncs[PP]{
+		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[PP], error) {
+			page, err := full.List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			out := &ListPage[PP]{Items: make([]PP, len(page.Items)), ListMeta: page.ListMeta}
+			for i, obj := range page.Items {
+				if out.Items[i], err = project(obj); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		},
+		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := full.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+				obj, ok := ev.Object.(TP)
+				if !ok || ev.Type == watch.Error {
+					return ev, true
+				}
+				p, err := project(obj)
+				if err != nil {
+					// An error event: the Reflector watches again, from its
+					// last resourceVersion, rather than lose the change.
+					return watch.Event{Type: watch.Error, Object: &metav1.Status{
+						Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError,
+						Message: fmt.Sprintf("a %s event does not project: %v", ev.Type, err),
+					}}, true
+				}
+				ev.Object = runtime.Object(p)
+				return ev, true
+			}), nil
+		},
+	}
+	if watchListUnsupported(full) {
+		return WithoutWatchList[PP](lw)
+	}
+	return lw
+}
