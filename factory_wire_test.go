@@ -87,7 +87,6 @@ func TestFactoryDecodeWire(t *testing.T) {
 	}
 }
 
-
 // TestForProjection: a projection caches only its fields, decoded from
 // protobuf; keys, listers with label selectors, handlers and tombstones
 // work; annotations can be filtered; the informer is shared per P.
