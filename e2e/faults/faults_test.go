@@ -132,6 +132,36 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	add(subjectOf("configmaps-factory", configMapsGVR, factoryCMs, factoryRunner{f}, factoryErrs))
+	// Pods projected from protobuf through the same factory's watch-list stream (the factory
+	// runs it, so its runner is a no-op here).
+	projPods, err := informer.ForProjection[podSlim, corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(subjectOf("pods-projection", podsGVR, projPods, idleRunner{}, factoryErrs))
+	// And package wire's decoding of full objects and of projections, listing and watching, where
+	// a relist reuses the cached objects that did not change.
+	wireErrs := &kubetest.WatchErrors{}
+	wf, err := informer.NewFactory(thr.Config, informer.FactoryOptions{
+		Namespace: ns,
+		Decoding:  informer.DecodeWire,
+		Informer: informer.InformerOptions{Reflector: informer.ReflectorOptions{
+			Backoff: backoff, WatchErrorHandler: wireErrs.Handle, WatchList: informer.WatchListOff,
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wirePods, err := informer.For[*corev1.Pod](wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(subjectOf("pods-wire-list", podsGVR, wirePods, factoryRunner{wf}, wireErrs))
+	projCMs, err := informer.ForProjection[configMapSlim, corev1.ConfigMap](wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(subjectOf("configmaps-projection-list", configMapsGVR, projCMs, idleRunner{}, wireErrs))
 	var caches []kubetest.Cache
 	for _, s := range subjects {
 		caches = append(caches, s.caches...)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/e2e/internal/kubetest"
+	"github.com/typedkube/informer/wire"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -95,3 +97,27 @@ func (r factoryRunner) Run(ctx context.Context) error {
 	r.f.Shutdown()
 	return nil
 }
+
+// idleRunner runs nothing: for a second informer of a Factory that another subject runs.
+type idleRunner struct{}
+
+func (idleRunner) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// The projections the fault suite caches: a few fields, decoded from protobuf.
+type (
+	podSlim struct {
+		wire.Meta[podSlim]
+		Spec struct {
+			NodeName   string
+			Containers []struct{ Name, Image string }
+		}
+		Status struct{ Phase corev1.PodPhase }
+	}
+	configMapSlim struct {
+		wire.Meta[configMapSlim]
+		Data map[string]string
+	}
+)
