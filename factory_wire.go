@@ -66,7 +66,7 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, namespace
 		opts.Reuse = func(ref wire.ObjectRef) (T, bool) {
 			var zero T
 			inf := holder.Load()
-			if inf == nil {
+			if inf == nil || inf.GetIndexer().Len() == 0 {
 				return zero, false
 			}
 			key := string(ref.Name)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"reflect"
 	"unsafe"
@@ -94,7 +93,7 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 	case opScalar:
 		return s.scalar(b, i, typ, ptr, o)
 	case opPtrScalar:
-		p := reflect.New(o.typ.Elem()).UnsafePointer()
+		p := newScalar(o)
 		next, err := s.scalar(b, i, typ, p, o)
 		if err != nil {
 			return 0, err
@@ -121,6 +120,9 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 		}
 		err = s.message(v, p, o.plan)
 	case opUnmarshal:
+		if k := o.typ.Kind(); k == reflect.Slice || k == reflect.Map {
+			emptyIfNil(reflect.NewAt(o.typ, ptr).Elem())
+		}
 		err = reflect.NewAt(o.typ, ptr).Interface().(unmarshaler).Unmarshal(v)
 	case opPtrUnmarshal:
 		p := *(*unsafe.Pointer)(ptr)
@@ -212,6 +214,36 @@ func (s *state) scalar(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, er
 	return next, nil
 }
 
+// emptyIfNil makes a nil slice or map empty, as the generated decoders
+// leave a list-like field that is present.
+func emptyIfNil(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Slice:
+		if v.IsNil() {
+			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+	}
+}
+
+// newScalar allocates a scalar of o's pointer type.
+func newScalar(o *op) unsafe.Pointer {
+	switch o.typ.Elem().Kind() {
+	case reflect.String:
+		return unsafe.Pointer(new(string))
+	case reflect.Int64, reflect.Uint64, reflect.Int, reflect.Uint, reflect.Float64:
+		return unsafe.Pointer(new(int64))
+	case reflect.Int32, reflect.Uint32, reflect.Float32:
+		return unsafe.Pointer(new(int32))
+	case reflect.Bool, reflect.Int8, reflect.Uint8:
+		return unsafe.Pointer(new(bool))
+	}
+	return reflect.New(o.typ.Elem()).UnsafePointer()
+}
+
 // sliceHeader is the layout of a slice.
 type sliceHeader struct {
 	data unsafe.Pointer
@@ -220,21 +252,34 @@ type sliceHeader struct {
 }
 
 // grow appends a zero element to the slice at ptr, of type t, and returns
-// the address of the new element.
-func grow(ptr unsafe.Pointer, t reflect.Type, size uintptr) unsafe.Pointer {
+// the address of the new element. When the slice is full, it makes room for
+// want more elements at once.
+func grow(ptr unsafe.Pointer, t reflect.Type, size uintptr, want int) unsafe.Pointer {
 	h := (*sliceHeader)(ptr)
 	if h.len == h.cap {
-		c := 2 * h.cap
-		if c == 0 {
-			c = 1
-		}
-		n := reflect.MakeSlice(t, h.len, c)
-		reflect.Copy(n, reflect.NewAt(t, ptr).Elem())
-		reflect.NewAt(t, ptr).Elem().Set(n)
+		reflect.NewAt(t, ptr).Elem().Grow(max(want, 1))
 	}
 	e := unsafe.Add(h.data, uintptr(h.len)*size)
 	h.len++
 	return e
+}
+
+// count returns how many times field num occurs in the message b from the
+// field whose value starts at b[i:] (of wire type typ, and counted) to the
+// end, so that a repeated field's slice is allocated once, at its size.
+func count(b []byte, i, typ int, num int32) int {
+	n := 1
+	i, err := skip(b, i, typ)
+	for err == nil && i < len(b) {
+		var f int32
+		if f, typ, i, err = tag(b, i); err == nil {
+			if f == num {
+				n++
+			}
+			i, err = skip(b, i, typ)
+		}
+	}
+	return n
 }
 
 // repeated decodes one occurrence of a repeated field: one element, or a
@@ -246,8 +291,18 @@ func (s *state) repeated(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, 
 		if err != nil {
 			return 0, err
 		}
-		for j := start; j < end; {
-			if j, err = s.scalar(b[:end], j, wireOf(e), grow(ptr, o.typ, o.size), e); err != nil {
+		want := 0
+		if wireOf(e) == wireVarint {
+			for _, c := range b[start:end] {
+				if c < 0x80 {
+					want++
+				}
+			}
+		} else {
+			want = (end - start) / int(e.typ.Size())
+		}
+		for j := start; j < end; want-- {
+			if j, err = s.scalar(b[:end], j, wireOf(e), grow(ptr, o.typ, o.size, want), e); err != nil {
 				return 0, err
 			}
 		}
@@ -256,7 +311,11 @@ func (s *state) repeated(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, 
 	if typ != wireOf(e) {
 		return 0, wrongWire(e, typ)
 	}
-	return s.value(b, i, typ, grow(ptr, o.typ, o.size), e)
+	want := 1
+	if h := (*sliceHeader)(ptr); h.len == h.cap {
+		want = count(b, i, typ, o.num)
+	}
+	return s.value(b, i, typ, grow(ptr, o.typ, o.size, want), e)
 }
 
 var stringMapType = reflect.TypeFor[map[string]string]()
@@ -270,6 +329,8 @@ const initialEventsEnd = "k8s.io/initial-events-end"
 func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 	if o.typ == stringMapType {
 		var k, v string
+		var val []byte // the value's field, decoded once the key is known
+		valAt, valType := -1, 0
 		for i := 0; i < len(b); {
 			num, typ, next, err := tag(b, i)
 			if err != nil {
@@ -279,7 +340,8 @@ func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 			case 1:
 				i, err = s.scalar(b, next, typ, unsafe.Pointer(&k), o.key)
 			case 2:
-				i, err = s.scalar(b, next, typ, unsafe.Pointer(&v), o.elem)
+				valAt, valType = next, typ
+				i, err = skip(b, next, typ)
 			default:
 				i, err = skip(b, next, typ)
 			}
@@ -290,6 +352,12 @@ func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 		if o.annot && s.filter != nil && k != initialEventsEnd && !s.filter(k) {
 			return nil
 		}
+		if valAt >= 0 {
+			val = b
+			if _, err := s.scalar(val, valAt, valType, unsafe.Pointer(&v), o.elem); err != nil {
+				return err
+			}
+		}
 		m := (*map[string]string)(ptr)
 		if *m == nil {
 			*m = make(map[string]string)
@@ -299,8 +367,8 @@ func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 	}
 	k := reflect.New(o.typ.Key()).Elem()
 	v := reflect.New(o.typ.Elem()).Elem()
-	if o.elem.kind == opScalar && o.elem.sk == reflect.Slice {
-		v.SetBytes([]byte{}) // a missing bytes value is empty, not nil
+	if o.elem.kind == opScalar && o.elem.sk == reflect.Slice || o.elem.kind == opUnmarshal {
+		emptyIfNil(v) // a missing bytes or list value is empty, not nil
 	}
 	for i := 0; i < len(b); {
 		num, typ, next, err := tag(b, i)
@@ -327,11 +395,27 @@ func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 	return nil
 }
 
+// hashBytes is a cheap hash of a short string: its length and its first
+// and last eight bytes, mixed. Collisions only cost the table a miss.
+func hashBytes(b []byte) uint64 {
+	var lo, hi uint64
+	if len(b) >= 8 {
+		lo = binary.LittleEndian.Uint64(b)
+		hi = binary.LittleEndian.Uint64(b[len(b)-8:])
+	} else {
+		for j, c := range b {
+			lo |= uint64(c) << (8 * j)
+		}
+	}
+	h := (lo ^ uint64(len(b))*0x9e3779b97f4a7c15) * 0xff51afd7ed558ccd
+	h ^= hi * 0xc4ceb9fe1a85ec53
+	return h ^ h>>29
+}
+
 // interner shares the strings it has seen recently: a direct-mapped table,
 // so its memory is bounded and a string seen once costs one slot for a
 // while, never a leak.
 type interner struct {
-	seed  maphash.Seed
 	slots []string
 }
 
@@ -341,7 +425,7 @@ const (
 )
 
 func newInterner() *interner {
-	return &interner{seed: maphash.MakeSeed(), slots: make([]string, internSlots)}
+	return &interner{slots: make([]string, internSlots)}
 }
 
 func (in *interner) get(b []byte) string {
@@ -351,7 +435,7 @@ func (in *interner) get(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	i := maphash.Bytes(in.seed, b) & (internSlots - 1)
+	i := hashBytes(b) & (internSlots - 1)
 	if s := in.slots[i]; s == string(b) {
 		return s
 	}

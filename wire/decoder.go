@@ -50,7 +50,11 @@ type Decoder[PP any] struct {
 // that T lacks, or whose type is neither T's nor a projection of it, is a
 // *MismatchError naming the field's path.
 func NewDecoder[PP, TP any](opts Options) (*Decoder[PP], error) {
-	pp, tp := reflect.TypeFor[PP](), reflect.TypeFor[TP]()
+	return newDecoder[PP](reflect.TypeFor[PP](), reflect.TypeFor[TP](), opts)
+}
+
+// newDecoder is NewDecoder for the types pp (PP) and tp.
+func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error) {
 	if pp.Kind() != reflect.Pointer || tp.Kind() != reflect.Pointer || pp.Elem().Kind() != reflect.Struct || tp.Elem().Kind() != reflect.Struct {
 		return nil, &MismatchError{pp.String(), "the projection and the type must be pointers to structs, such as *corev1.Pod"}
 	}

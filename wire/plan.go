@@ -208,6 +208,11 @@ func (pl *planner) field(p, t reflect.Type, path string) (*op, error) {
 
 // same returns the op decoding a value of type t into the same type.
 func (pl *planner) same(t reflect.Type, path string) (*op, error) {
+	if (t.Kind() == reflect.Slice || t.Kind() == reflect.Map) && t.Name() != "" && reflect.PointerTo(t).Implements(unmarshalerType) {
+		// A named list or map with an encoding of its own, such as
+		// metav1.Verbs: a message wrapping its items.
+		return &op{kind: opUnmarshal, path: path, typ: t}, nil
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return &op{kind: opScalar, path: path, typ: t, sk: t.Kind(), kept: true}, nil

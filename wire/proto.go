@@ -30,6 +30,9 @@ const (
 // varint reads a base-128 varint at b[i:], returning it and the index after
 // it. Like the generated decoders, it accepts at most ten bytes.
 func varint(b []byte, i int) (uint64, int, error) {
+	if i < len(b) && b[i] < 0x80 {
+		return uint64(b[i]), i + 1, nil
+	}
 	var v uint64
 	for shift := uint(0); ; shift += 7 {
 		if shift >= 64 {
@@ -49,6 +52,9 @@ func varint(b []byte, i int) (uint64, int, error) {
 
 // tag reads a field key at b[i:]: the field number and the wire type.
 func tag(b []byte, i int) (num int32, typ int, next int, err error) {
+	if i < len(b) && b[i] < 0x80 && b[i]&7 != wireEnd && b[i] >= 8 {
+		return int32(b[i] >> 3), int(b[i] & 7), i + 1, nil
+	}
 	v, next, err := varint(b, i)
 	if err != nil {
 		return 0, 0, 0, err
@@ -66,6 +72,13 @@ func tag(b []byte, i int) (num int32, typ int, next int, err error) {
 // lengthDelimited reads the length of a bytes field at b[i:] and returns
 // the field's bounds.
 func lengthDelimited(b []byte, i int) (start, end int, err error) {
+	if i < len(b) && b[i] < 0x80 {
+		end = i + 1 + int(b[i])
+		if end > len(b) {
+			return 0, 0, ErrTruncated
+		}
+		return i + 1, end, nil
+	}
 	n, i, err := varint(b, i)
 	if err != nil {
 		return 0, 0, err

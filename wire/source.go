@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -147,7 +145,11 @@ func (s *Source[PP]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.
 	if err != nil {
 		return nil, err
 	}
-	return watch.NewStreamWatcher(newEventDecoder(s, body), apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")), nil
+	d := newEventDecoder(s, body)
+	return newStreamWatcher(func() (watch.Event, error) {
+		typ, obj, err := d.Decode()
+		return watch.Event{Type: typ, Object: obj}, err
+	}, d), nil
 }
 
 // eventDecoder decodes the events of a watch stream, protobuf or JSON.
