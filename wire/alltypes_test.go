@@ -17,7 +17,7 @@ import (
 // every built-in type, and decodes it alike.
 func TestDecodeEveryBuiltinType(t *testing.T) {
 	n := 20
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		n = 4
 	}
 	seen := map[reflect.Type]bool{}
