@@ -85,8 +85,8 @@ type FactoryOptions struct {
 	// makes. Default: the informers' defaults.
 	Informer InformerOptions
 	// Decoding chooses how the informers of For decode responses in a
-	// factory made by NewFactory. Default DecodeClientGo. ForProjection
-	// always decodes with package wire.
+	// factory made by NewFactory. Default DecodeWire. ForProjection always
+	// decodes with package wire.
 	Decoding DecodingMode
 	// Wire configures package wire's decoders, for DecodeWire and
 	// ForProjection: which annotations to keep, dropping managedFields,

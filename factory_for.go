@@ -126,10 +126,12 @@ func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], 
 	case f.clients != nil:
 		lw, err = clientListWatchFor[T](f, mapping, list, s.namespace)
 	case f.opts.Decoding == DecodeWire:
-		var dec *wire.Decoder[T]
-		if dec, err = wire.NewDecoder[T, T](f.opts.Wire); err == nil {
+		if dec, derr := wire.NewDecoder[T, T](f.opts.Wire); derr == nil {
 			_, protobuf := any(*new(T)).(protobufDecodable)
 			lw, err = newWireListWatch(f, mapping, s.namespace, protobuf, dec, holder, o.Transform == nil)
+		} else {
+			f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", typ.String(), "reason", derr.Error())
+			lw, err = newRESTListWatch[T](f, mapping, list, s.namespace)
 		}
 	default:
 		lw, err = newRESTListWatch[T](f, mapping, list, s.namespace)

@@ -18,19 +18,22 @@ import (
 type DecodingMode int
 
 const (
-	// DecodeClientGo decodes with client-go's codecs and the factory's
-	// scheme, as client-go's informers do.
-	DecodeClientGo DecodingMode = iota
-	// DecodeWire decodes with package wire, straight from the response
-	// bytes into each object, which equals client-go's decoding under
-	// go-cmp: a LIST's items are decoded one by one into objects of their
-	// own (no list to copy them out of), short repeated strings are shared
+	// DecodeWire, the default, decodes with package wire, straight from
+	// the response bytes into each object, which equals client-go's
+	// decoding under go-cmp (checked on every built-in type): a LIST's
+	// items are decoded one by one into objects of their own (no list to
+	// copy them out of), short repeated strings are shared
 	// (FactoryOptions.Wire), and on a relist an object whose namespace,
 	// name and resourceVersion, read from the bytes, match the cached
-	// object's is not decoded at all: the cached object is used. An
-	// informer with a Transform decodes every object, since its cached
-	// objects are the transform's output.
-	DecodeWire
+	// object's is not decoded at all: the cached object is used, and its
+	// handlers' OnUpdate receives the same pointer twice. An informer with
+	// a Transform decodes every object, since its cached objects are the
+	// transform's output. A type whose Go struct package wire cannot
+	// mirror falls back to DecodeClientGo.
+	DecodeWire DecodingMode = iota
+	// DecodeClientGo decodes with client-go's codecs and the factory's
+	// scheme, as client-go's informers do.
+	DecodeClientGo
 )
 
 // wireListWatch lists and watches through a wire.Source.
@@ -62,6 +65,13 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, namespace
 		return nil, err
 	}
 	opts := wire.SourceOptions[T]{Protobuf: protobuf, Tweak: f.opts.TweakListOptions}
+	if protobuf {
+		// As for client-go's typed clients: the config's content types
+		// apply as given when it sets them.
+		if opts.Accept = f.cfg.AcceptContentTypes; opts.Accept == "" {
+			opts.Accept = f.cfg.ContentType
+		}
+	}
 	if reuse {
 		opts.Reuse = func(ref wire.ObjectRef) (T, bool) {
 			var zero T

@@ -29,6 +29,10 @@ type SourceOptions[PP any] struct {
 	// it read from the bytes; Reuse must return an object only if it has
 	// exactly that resourceVersion (for protobuf only).
 	Reuse func(ref ObjectRef) (PP, bool)
+	// Accept, when set, is the Accept header of every request, instead of
+	// the one Protobuf chooses; the Source decodes protobuf or JSON,
+	// whichever the server answers.
+	Accept string
 	// Tweak changes the options of every request.
 	Tweak func(*metav1.ListOptions)
 }
@@ -51,11 +55,14 @@ func NewSource[PP any](client rest.Interface, resource, namespace string, dec *D
 }
 
 const (
-	acceptProtobuf = "application/vnd.kubernetes.protobuf, application/json"
+	acceptProtobuf = "application/vnd.kubernetes.protobuf,application/json"
 	acceptJSON     = "application/json"
 )
 
 func (s *Source[PP]) accept() string {
+	if s.opts.Accept != "" {
+		return s.opts.Accept
+	}
 	if s.opts.Protobuf {
 		return acceptProtobuf
 	}

@@ -56,9 +56,8 @@ func benchPod(i int) *corev1.Pod {
 
 // Objects shared by the benchmarks of one binary, created once.
 var (
-	podsOnce sync.Once
-	podsNS   string
-	podsErr  error
+	podsMu sync.Mutex
+	podsNS = map[int]string{} // namespace of n Pods, by n
 
 	configMapsOnce sync.Once
 	configMapsNS   string
@@ -71,19 +70,23 @@ const (
 	createWorkers  = 16
 )
 
-// pods creates coldStartPods Pods in a namespace of their own, once per benchmark binary.
-func pods(b *testing.B) string {
+// pods creates n Pods in a namespace of their own, once per benchmark binary and n.
+func pods(b *testing.B, n int) string {
 	b.Helper()
-	podsOnce.Do(func() {
-		podsNS, podsErr = populate(b, "bench-pods", coldStartPods, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
-			_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, benchPod(i), metav1.CreateOptions{})
-			return err
-		})
-	})
-	if podsErr != nil {
-		b.Fatal(podsErr)
+	podsMu.Lock()
+	defer podsMu.Unlock()
+	if ns, ok := podsNS[n]; ok {
+		return ns
 	}
-	return podsNS
+	ns, err := populate(b, fmt.Sprintf("bench-pods-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, benchPod(i), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	podsNS[n] = ns
+	return ns
 }
 
 // configMaps creates watchedConfigs small ConfigMaps in a namespace of their own, once per
