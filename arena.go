@@ -7,6 +7,7 @@ type arena[T any] struct {
 	chunks []*chunk[T]
 	spare  []*slot[T] // freed slots, zeroed, reused before new ones
 	width  int        // index values per slot
+	byID   []*slot[T] // every slot handed out, by its id: byID[sl.id] == sl
 }
 
 // chunk is a block of slots and the index value slices they point into.
@@ -67,10 +68,12 @@ func (a *arena[T]) alloc() *slot[T] {
 	}
 	sl := &c.slots[c.used]
 	c.used++
+	sl.id = uint32(len(a.byID))
+	a.byID = append(a.byID, sl)
 	return sl
 }
 
-// release zeroes sl and keeps it for reuse.
+// release zeroes sl, but for its id, and keeps it for reuse.
 func (a *arena[T]) release(sl *slot[T]) {
 	var zero T
 	sl.key, sl.obj = "", zero

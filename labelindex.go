@@ -1,0 +1,332 @@
+package informer
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// labelIndex is an inverted index of the labels of a Store's objects, which
+// it knows by their slot ids (see arena). For every label key it keeps the
+// ids of the slots whose object has the key, and for every key=value pair
+// the ids of those with that value. It is guarded by the Store's mu.
+//
+// Each distinct key and value is stored once (interned), so an object's
+// labels cost the index 16 bytes of labelRef plus 4 bytes in each of two
+// postings, whatever the length of the strings.
+//
+// Invariants: for every id and every r in refs[id], r.val.ids[r.vpos] == id
+// and r.val.key.has[r.kpos] == id; an id is in a posting only through such
+// a ref; refs[id] has at most one ref per key; no posting is empty (an
+// empty value is removed from its key, an empty key from keys).
+type labelIndex struct {
+	keys map[string]*labelKey
+	refs [][]labelRef // per slot id: the labels of its object
+}
+
+// labelKey is one label key and its postings.
+type labelKey struct {
+	name string
+	has  []uint32 // the ids whose object has the key
+	vals map[string]*labelVal
+}
+
+// labelVal is one value of a label key and its posting.
+type labelVal struct {
+	key   *labelKey
+	value string
+	ids   []uint32 // the ids whose object has key=value
+}
+
+// labelRef is one label of one object: its value, and where the object's
+// id sits in the value's and the key's postings.
+type labelRef struct {
+	val        *labelVal
+	vpos, kpos uint32
+}
+
+func newLabelIndex() *labelIndex {
+	return &labelIndex{keys: make(map[string]*labelKey)}
+}
+
+// set makes m the labels indexed for id. It does no work for labels that
+// did not change, and none at all if no label did.
+func (li *labelIndex) set(id uint32, m map[string]string) {
+	if int(id) >= len(li.refs) {
+		if len(m) == 0 {
+			return
+		}
+		li.refs = append(li.refs, make([][]labelRef, int(id)+1-len(li.refs))...)
+	}
+	refs := li.refs[id]
+	if sameLabels(refs, m) {
+		return
+	}
+	for i := 0; i < len(refs); {
+		r := refs[i]
+		if v, ok := m[r.val.key.name]; ok && v == r.val.value {
+			i++
+			continue
+		}
+		li.unpost(id, r)
+		last := len(refs) - 1
+		refs[i] = refs[last]
+		refs[last] = labelRef{}
+		refs = refs[:last]
+	}
+	if cap(refs) < len(m) {
+		refs = append(make([]labelRef, 0, len(m)), refs...)
+	}
+	for k, v := range m {
+		if !hasKey(refs, k) {
+			refs = append(refs, li.post(id, k, v))
+		}
+	}
+	li.refs[id] = refs
+}
+
+// remove drops every label of id.
+func (li *labelIndex) remove(id uint32) {
+	if int(id) >= len(li.refs) {
+		return
+	}
+	refs := li.refs[id]
+	for _, r := range refs {
+		li.unpost(id, r)
+	}
+	clear(refs)
+	li.refs[id] = refs[:0] // the slot's next object reuses the room
+}
+
+func sameLabels(refs []labelRef, m map[string]string) bool {
+	if len(refs) != len(m) {
+		return false
+	}
+	for _, r := range refs {
+		if v, ok := m[r.val.key.name]; !ok || v != r.val.value {
+			return false
+		}
+	}
+	return true
+}
+
+func hasKey(refs []labelRef, k string) bool {
+	for _, r := range refs {
+		if r.val.key.name == k {
+			return true
+		}
+	}
+	return false
+}
+
+// post adds id to the postings of k and k=v and returns its ref. New keys
+// and values are cloned, so the index keeps no object's memory alive.
+func (li *labelIndex) post(id uint32, k, v string) labelRef {
+	key := li.keys[k]
+	if key == nil {
+		key = &labelKey{name: strings.Clone(k), vals: make(map[string]*labelVal, 1)}
+		li.keys[key.name] = key
+	}
+	val := key.vals[v]
+	if val == nil {
+		val = &labelVal{key: key, value: strings.Clone(v)}
+		key.vals[val.value] = val
+	}
+	r := labelRef{val: val, vpos: uint32(len(val.ids)), kpos: uint32(len(key.has))}
+	val.ids = append(val.ids, id)
+	key.has = append(key.has, id)
+	return r
+}
+
+// unpost takes id out of the postings r points at: a swap with the last
+// id, whose ref is told its new position.
+func (li *labelIndex) unpost(id uint32, r labelRef) {
+	val, key := r.val, r.val.key
+	if last := uint32(len(val.ids) - 1); r.vpos != last {
+		moved := val.ids[last]
+		val.ids[r.vpos] = moved
+		li.refOf(moved, key).vpos = r.vpos
+	}
+	val.ids = shrink(val.ids[:len(val.ids)-1])
+	if last := uint32(len(key.has) - 1); r.kpos != last {
+		moved := key.has[last]
+		key.has[r.kpos] = moved
+		li.refOf(moved, key).kpos = r.kpos
+	}
+	key.has = shrink(key.has[:len(key.has)-1])
+	if len(val.ids) == 0 {
+		delete(key.vals, val.value)
+	}
+	if len(key.has) == 0 {
+		delete(li.keys, key.name)
+	}
+}
+
+// refOf returns the ref of id for key, which id must have. The invariants
+// exclude a missing one; it would get a throwaway ref rather than a panic
+// with the Store's lock held.
+func (li *labelIndex) refOf(id uint32, key *labelKey) *labelRef {
+	refs := li.refs[id]
+	for i := range refs {
+		if refs[i].val.key == key {
+			return &refs[i]
+		}
+	}
+	return new(labelRef)
+}
+
+// shrink gives back the room of a posting that has shrunk to a quarter of
+// its capacity.
+func shrink(ids []uint32) []uint32 {
+	if cap(ids) > 64 && len(ids) < cap(ids)/4 {
+		return slices.Clone(ids)
+	}
+	return ids
+}
+
+// labelTerm is a requirement the index answers: the ids whose object has
+// key (exists) or key with one of the values q.vals[lo:hi].
+type labelTerm struct {
+	key    *labelKey
+	lo, hi int
+	exists bool
+	size   int // how many ids the term's postings hold
+}
+
+// labelQuery is a selector prepared for the index: the terms it answers,
+// smallest first, and the requirements left to test on each candidate.
+// It is reused across queries.
+type labelQuery struct {
+	terms  []labelTerm
+	vals   []*labelVal
+	filter []labels.Requirement // tested with Requirement.Matches
+}
+
+func (q *labelQuery) reset() {
+	clear(q.terms)
+	clear(q.vals)
+	clear(q.filter)
+	q.terms, q.vals, q.filter = q.terms[:0], q.vals[:0], q.filter[:0]
+}
+
+// plan prepares q for the requirements of sel. It returns false if the
+// index shows that nothing matches. Equality, in and exists become terms;
+// the other operators (!=, notin, !key, gt, lt) become filters.
+func (li *labelIndex) plan(q *labelQuery, sel labels.Selector) bool {
+	if set, ok := sel.(labels.ValidatedSetSelector); ok {
+		// Its Requirements method builds a new selector: read the set.
+		for k, v := range set {
+			if !li.addTerm(q, k, v, nil) {
+				return false
+			}
+		}
+		q.sortTerms()
+		return true
+	}
+	reqs, _ := sel.Requirements()
+	for i := range reqs {
+		r := &reqs[i]
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			var ok bool
+			if v, exact := exactValue(sel, reqs, i); exact {
+				ok = li.addTerm(q, r.Key(), v, nil)
+			} else {
+				// Several values, or a key required twice: the values
+				// can only be had in a new slice.
+				ok = li.addTerm(q, r.Key(), "", r.ValuesUnsorted())
+			}
+			if !ok {
+				return false
+			}
+		case selection.Exists:
+			key := li.keys[r.Key()]
+			if key == nil {
+				return false
+			}
+			q.terms = append(q.terms, labelTerm{key: key, exists: true, size: len(key.has)})
+		default:
+			q.filter = append(q.filter, *r)
+		}
+	}
+	q.sortTerms()
+	return true
+}
+
+// exactValue returns the one value requirement i of sel requires, without
+// allocating, when Selector.RequiresExactMatch can tell it: when i is the
+// first requirement on its key.
+func exactValue(sel labels.Selector, reqs labels.Requirements, i int) (string, bool) {
+	k := reqs[i].Key()
+	for j := range i {
+		if reqs[j].Key() == k {
+			return "", false
+		}
+	}
+	return sel.RequiresExactMatch(k)
+}
+
+// addTerm adds the term "k has value v", or "k has one of vs" if vs is not
+// nil. It returns false if no object has such a label.
+func (li *labelIndex) addTerm(q *labelQuery, k, v string, vs []string) bool {
+	key := li.keys[k]
+	if key == nil {
+		return false
+	}
+	t := labelTerm{key: key, lo: len(q.vals)}
+	if vs == nil {
+		if val := key.vals[v]; val != nil {
+			q.vals = append(q.vals, val)
+			t.size = len(val.ids)
+		}
+	} else {
+		for _, v := range vs {
+			if val := key.vals[v]; val != nil && !slices.Contains(q.vals[t.lo:], val) {
+				q.vals = append(q.vals, val)
+				t.size += len(val.ids)
+			}
+		}
+	}
+	t.hi = len(q.vals)
+	if t.size == 0 {
+		return false
+	}
+	q.terms = append(q.terms, t)
+	return true
+}
+
+// sortTerms orders the terms smallest first (there are few: insertion sort,
+// which allocates nothing).
+func (q *labelQuery) sortTerms() {
+	for i := 1; i < len(q.terms); i++ {
+		for j := i; j > 0 && q.terms[j].size < q.terms[j-1].size; j-- {
+			q.terms[j], q.terms[j-1] = q.terms[j-1], q.terms[j]
+		}
+	}
+}
+
+// has reports whether id satisfies term t.
+func (li *labelIndex) has(q *labelQuery, t *labelTerm, id uint32) bool {
+	if int(id) >= len(li.refs) {
+		return false
+	}
+	for _, r := range li.refs[id] {
+		if r.val.key != t.key {
+			continue
+		}
+		return t.exists || slices.Contains(q.vals[t.lo:t.hi], r.val)
+	}
+	return false
+}
+
+// hasAll reports whether id satisfies every term of q from the first on.
+func (li *labelIndex) hasAll(q *labelQuery, first int, id uint32) bool {
+	for i := first; i < len(q.terms); i++ {
+		if !li.has(q, &q.terms[i], id) {
+			return false
+		}
+	}
+	return true
+}
