@@ -214,10 +214,10 @@ func (x *Indexer[T]) selectLocked(b *selectBuf[T], namespace string, inNamespace
 	case len(q.terms) > 0 && (nsBucket == nil || q.terms[0].size <= nsBucket.len()):
 		// Drive from the smallest posting, test the others and the namespace.
 		if t := &q.terms[0]; t.exists {
-			x.collectLocked(b, li, t.key.has, nsBucket != nil, nsPos, namespace)
+			x.collectLocked(b, li, t.key.has, nsBucket, nsPos, namespace)
 		} else {
 			for _, val := range q.vals[t.lo:t.hi] {
-				x.collectLocked(b, li, val.ids, nsBucket != nil, nsPos, namespace)
+				x.collectLocked(b, li, val.ids, nsBucket, nsPos, namespace)
 			}
 		}
 	case nsBucket != nil:
@@ -236,14 +236,25 @@ func (x *Indexer[T]) selectLocked(b *selectBuf[T], namespace string, inNamespace
 }
 
 // collectLocked appends to b the objects of ids that satisfy the terms of
-// b.q after the first and, if inNamespace, whose NamespaceIndex (at nsPos)
-// has namespace. The caller holds mu for reading.
-func (x *Indexer[T]) collectLocked(b *selectBuf[T], li *labelIndex, ids []uint32, inNamespace bool, nsPos int, namespace string) {
+// b.q after the first and, if nsBucket is not nil, are in it, the bucket
+// of namespace in the NamespaceIndex (at nsPos). The caller holds mu for
+// reading.
+func (x *Indexer[T]) collectLocked(b *selectBuf[T], li *labelIndex, ids []uint32, nsBucket *bucket[T], nsPos int, namespace string) {
 	for _, id := range ids {
-		sl := x.arena.byID[id]
-		if !li.hasAll(&b.q, 1, id) || (inNamespace && !slices.Contains(sl.vals[nsPos], namespace)) {
+		sl := x.arena.slot(id)
+		if !li.hasAll(&b.q, 1, id) || (nsBucket != nil && !nsBucket.has(sl, nsPos, namespace)) {
 			continue
 		}
 		b.entries = append(b.entries, entry[T]{sl.key, sl.obj})
 	}
+}
+
+// has reports whether sl is in b, the bucket of value v of index i,
+// without comparing strings when sl has one value for the index (then it is
+// in b.single at sl.pos[i], or not in b).
+func (b *bucket[T]) has(sl *slot[T], i int, v string) bool {
+	if p := int(sl.pos[i]); p < len(b.single) && b.single[p] == sl {
+		return true
+	}
+	return len(sl.vals[i]) > 1 && slices.Contains(sl.vals[i], v)
 }

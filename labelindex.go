@@ -14,16 +14,66 @@ import (
 // the ids of those with that value. It is guarded by the Store's mu.
 //
 // Each distinct key and value is stored once (interned), so an object's
-// labels cost the index 16 bytes of labelRef plus 4 bytes in each of two
+// labels cost the index 12 bytes of labelRef plus 4 bytes in each of two
 // postings, whatever the length of the strings.
 //
-// Invariants: for every id and every r in refs[id], r.val.ids[r.vpos] == id
-// and r.val.key.has[r.kpos] == id; an id is in a posting only through such
-// a ref; refs[id] has at most one ref per key; no posting is empty (an
-// empty value is removed from its key, an empty key from keys).
+// Postings and refs hold no pointers, so that the garbage collector need not
+// scan them: a ref names its value by its id in vals.
+//
+// Invariants: for every id and every r in refs[id], with v = vals[r.vid],
+// v.ids[r.vpos] == id and v.key.has[r.kpos] == id; an id is in a posting
+// only through such a ref; refs[id] has at most one ref per key; no posting
+// is empty (an empty value is removed from its key and vals, an empty key
+// from keys).
 type labelIndex struct {
-	keys map[string]*labelKey
-	refs [][]labelRef // per slot id: the labels of its object
+	keys     map[string]*labelKey
+	vals     []*labelVal // by value id; nil for a free id
+	freeVals []uint32    // ids of vals free for reuse
+	refs     []refSpan   // per slot id: where the refs of its labels are
+	slabs    [][]labelRef
+	slabUsed int // refs of the last slab handed out
+}
+
+// refSpan locates the refs of one id: slabs[slab][off:off+n:off+cap]. An id
+// keeps its span, and reuses it for the next object of its slot; a span too
+// small for an object is left for a new one twice as large, so an id leaves
+// behind at most as much as it has.
+type refSpan struct {
+	slab, off, n, cap uint32
+}
+
+// slabSize is how many refs a slab holds (48 KiB).
+const slabSize = 4096
+
+// refsOf returns the refs of id, of length n and capacity cap.
+func (li *labelIndex) refsOf(id uint32) []labelRef {
+	if int(id) >= len(li.refs) {
+		return nil
+	}
+	sp := li.refs[id]
+	if sp.cap == 0 {
+		return nil
+	}
+	return li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
+}
+
+// grow gives id a span with room for n refs, holding a copy of refs.
+func (li *labelIndex) grow(id uint32, refs []labelRef, n int) []labelRef {
+	c := 4
+	for c < n {
+		c *= 2
+	}
+	if len(li.slabs) == 0 || li.slabUsed+c > len(li.slabs[len(li.slabs)-1]) {
+		li.slabs = append(li.slabs, make([]labelRef, max(slabSize, c)))
+		li.slabUsed = 0
+	}
+	sp := refSpan{slab: uint32(len(li.slabs) - 1), off: uint32(li.slabUsed), n: uint32(len(refs)), cap: uint32(c)}
+	li.slabUsed += c
+	li.refs[id] = sp
+	out := li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
+	copy(out, refs)
+	clear(refs)
+	return out
 }
 
 // labelKey is one label key and its postings.
@@ -37,15 +87,18 @@ type labelKey struct {
 type labelVal struct {
 	key   *labelKey
 	value string
+	vid   uint32   // position in labelIndex.vals
 	ids   []uint32 // the ids whose object has key=value
 }
 
-// labelRef is one label of one object: its value, and where the object's
-// id sits in the value's and the key's postings.
+// labelRef is one label of one object: its value, by id, and where the
+// object's id sits in the value's and the key's postings.
 type labelRef struct {
-	val        *labelVal
-	vpos, kpos uint32
+	vid, vpos, kpos uint32
 }
+
+// val returns the value r refers to.
+func (li *labelIndex) val(r labelRef) *labelVal { return li.vals[r.vid] }
 
 func newLabelIndex() *labelIndex {
 	return &labelIndex{keys: make(map[string]*labelKey)}
@@ -58,15 +111,15 @@ func (li *labelIndex) set(id uint32, m map[string]string) {
 		if len(m) == 0 {
 			return
 		}
-		li.refs = append(li.refs, make([][]labelRef, int(id)+1-len(li.refs))...)
+		li.refs = append(li.refs, make([]refSpan, int(id)+1-len(li.refs))...)
 	}
-	refs := li.refs[id]
-	if sameLabels(refs, m) {
+	refs := li.refsOf(id)
+	if li.sameLabels(refs, m) {
 		return
 	}
 	for i := 0; i < len(refs); {
 		r := refs[i]
-		if v, ok := m[r.val.key.name]; ok && v == r.val.value {
+		if li.hasLabel(m, li.val(r)) {
 			i++
 			continue
 		}
@@ -77,14 +130,15 @@ func (li *labelIndex) set(id uint32, m map[string]string) {
 		refs = refs[:last]
 	}
 	if cap(refs) < len(m) {
-		refs = append(make([]labelRef, 0, len(m)), refs...)
+		refs = li.grow(id, refs, len(m))
 	}
+	kept := len(refs) // labels unchanged, to skip below
 	for k, v := range m {
-		if !hasKey(refs, k) {
-			refs = append(refs, li.post(id, k, v))
+		if kept == 0 || !li.hasKey(refs[:kept], k) {
+			refs = append(refs, li.post(id, k, v)) // within the span
 		}
 	}
-	li.refs[id] = refs
+	li.refs[id].n = uint32(len(refs))
 }
 
 // remove drops every label of id.
@@ -92,29 +146,35 @@ func (li *labelIndex) remove(id uint32) {
 	if int(id) >= len(li.refs) {
 		return
 	}
-	refs := li.refs[id]
+	refs := li.refsOf(id)
 	for _, r := range refs {
 		li.unpost(id, r)
 	}
 	clear(refs)
-	li.refs[id] = refs[:0] // the slot's next object reuses the room
+	li.refs[id].n = 0 // the slot's next object reuses the span
 }
 
-func sameLabels(refs []labelRef, m map[string]string) bool {
+func (li *labelIndex) sameLabels(refs []labelRef, m map[string]string) bool {
 	if len(refs) != len(m) {
 		return false
 	}
 	for _, r := range refs {
-		if v, ok := m[r.val.key.name]; !ok || v != r.val.value {
+		if !li.hasLabel(m, li.val(r)) {
 			return false
 		}
 	}
 	return true
 }
 
-func hasKey(refs []labelRef, k string) bool {
+// hasLabel reports whether m has the label val.
+func (li *labelIndex) hasLabel(m map[string]string, val *labelVal) bool {
+	v, ok := m[val.key.name]
+	return ok && v == val.value
+}
+
+func (li *labelIndex) hasKey(refs []labelRef, k string) bool {
 	for _, r := range refs {
-		if r.val.key.name == k {
+		if li.val(r).key.name == k {
 			return true
 		}
 	}
@@ -132,9 +192,17 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 	val := key.vals[v]
 	if val == nil {
 		val = &labelVal{key: key, value: strings.Clone(v)}
+		if n := len(li.freeVals); n > 0 {
+			val.vid = li.freeVals[n-1]
+			li.freeVals = li.freeVals[:n-1]
+			li.vals[val.vid] = val
+		} else {
+			val.vid = uint32(len(li.vals))
+			li.vals = append(li.vals, val)
+		}
 		key.vals[val.value] = val
 	}
-	r := labelRef{val: val, vpos: uint32(len(val.ids)), kpos: uint32(len(key.has))}
+	r := labelRef{vid: val.vid, vpos: uint32(len(val.ids)), kpos: uint32(len(key.has))}
 	val.ids = append(val.ids, id)
 	key.has = append(key.has, id)
 	return r
@@ -143,7 +211,8 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 // unpost takes id out of the postings r points at: a swap with the last
 // id, whose ref is told its new position.
 func (li *labelIndex) unpost(id uint32, r labelRef) {
-	val, key := r.val, r.val.key
+	val := li.val(r)
+	key := val.key
 	if last := uint32(len(val.ids) - 1); r.vpos != last {
 		moved := val.ids[last]
 		val.ids[r.vpos] = moved
@@ -158,6 +227,8 @@ func (li *labelIndex) unpost(id uint32, r labelRef) {
 	key.has = shrink(key.has[:len(key.has)-1])
 	if len(val.ids) == 0 {
 		delete(key.vals, val.value)
+		li.vals[val.vid] = nil
+		li.freeVals = append(li.freeVals, val.vid)
 	}
 	if len(key.has) == 0 {
 		delete(li.keys, key.name)
@@ -168,9 +239,9 @@ func (li *labelIndex) unpost(id uint32, r labelRef) {
 // exclude a missing one; it would get a throwaway ref rather than a panic
 // with the Store's lock held.
 func (li *labelIndex) refOf(id uint32, key *labelKey) *labelRef {
-	refs := li.refs[id]
+	refs := li.refsOf(id)
 	for i := range refs {
-		if refs[i].val.key == key {
+		if li.val(refs[i]).key == key {
 			return &refs[i]
 		}
 	}
@@ -309,14 +380,12 @@ func (q *labelQuery) sortTerms() {
 
 // has reports whether id satisfies term t.
 func (li *labelIndex) has(q *labelQuery, t *labelTerm, id uint32) bool {
-	if int(id) >= len(li.refs) {
-		return false
-	}
-	for _, r := range li.refs[id] {
-		if r.val.key != t.key {
+	for _, r := range li.refsOf(id) {
+		val := li.val(r)
+		if val.key != t.key {
 			continue
 		}
-		return t.exists || slices.Contains(q.vals[t.lo:t.hi], r.val)
+		return t.exists || slices.Contains(q.vals[t.lo:t.hi], val)
 	}
 	return false
 }

@@ -274,28 +274,32 @@ func checkLabelIndex(t testing.TB, step int, x *Indexer[*corev1.Pod]) {
 	}
 	ids := 0
 	for sl := range x.arena.live {
-		if x.arena.byID[sl.id] != sl {
-			t.Fatalf("step %d: slot %q has id %d, byID has another", step, sl.key, sl.id)
+		if x.arena.slot(sl.id) != sl {
+			t.Fatalf("step %d: slot %q has id %d, arena.slot gives another", step, sl.key, sl.id)
 		}
 		want := sl.obj.Labels
 		got := map[string]string{}
-		if int(sl.id) < len(li.refs) {
-			for _, r := range li.refs[sl.id] {
-				if _, dup := got[r.val.key.name]; dup {
-					t.Fatalf("step %d: %q indexed twice under %q", step, sl.key, r.val.key.name)
+		{
+			for _, r := range li.refsOf(sl.id) {
+				val := li.val(r)
+				if li.vals[val.vid] != val {
+					t.Fatalf("step %d: %q: value id %d wrong", step, sl.key, val.vid)
 				}
-				got[r.val.key.name] = r.val.value
-				if int(r.vpos) >= len(r.val.ids) || r.val.ids[r.vpos] != sl.id {
+				if _, dup := got[val.key.name]; dup {
+					t.Fatalf("step %d: %q indexed twice under %q", step, sl.key, val.key.name)
+				}
+				got[val.key.name] = val.value
+				if int(r.vpos) >= len(val.ids) || val.ids[r.vpos] != sl.id {
 					t.Fatalf("step %d: %q: value posting position wrong", step, sl.key)
 				}
-				if int(r.kpos) >= len(r.val.key.has) || r.val.key.has[r.kpos] != sl.id {
+				if int(r.kpos) >= len(val.key.has) || val.key.has[r.kpos] != sl.id {
 					t.Fatalf("step %d: %q: key posting position wrong", step, sl.key)
 				}
-				if li.keys[r.val.key.name] != r.val.key || r.val.key.vals[r.val.value] != r.val {
-					t.Fatalf("step %d: %q: label %s=%s not reachable from the index", step, sl.key, r.val.key.name, r.val.value)
+				if li.keys[val.key.name] != val.key || val.key.vals[val.value] != val {
+					t.Fatalf("step %d: %q: label %s=%s not reachable from the index", step, sl.key, val.key.name, val.value)
 				}
 			}
-			ids += len(li.refs[sl.id])
+			ids += len(li.refsOf(sl.id))
 		}
 		if diff := cmp.Diff(want, got, cmpEmptyMap); diff != "" {
 			t.Fatalf("step %d: labels of %q (-object +index):\n%s", step, sl.key, diff)
@@ -317,6 +321,19 @@ func checkLabelIndex(t testing.TB, step int, x *Indexer[*corev1.Pod]) {
 			t.Fatalf("step %d: key %q has %d ids, its values %d", step, k, len(key.has), n)
 		}
 		postings += n
+	}
+	live := 0
+	for _, val := range li.vals {
+		if val != nil {
+			live++
+		}
+	}
+	nvals := 0
+	for _, key := range li.keys {
+		nvals += len(key.vals)
+	}
+	if live != nvals || live+len(li.freeVals) != len(li.vals) {
+		t.Fatalf("step %d: %d value ids in use, %d free, of %d; the keys have %d values", step, live, len(li.freeVals), len(li.vals), nvals)
 	}
 	if postings != ids {
 		t.Fatalf("step %d: postings hold %d ids, objects have %d labels", step, postings, ids)

@@ -53,7 +53,7 @@ type Store[T any] struct {
 //
 // Invariant: items[k] == s iff s.key == k; a free slot has an empty key.
 type slot[T any] struct {
-	id   uint32 // the slot's position in arena.byID, for the label index
+	id   uint32 // the slot's id in its arena (see arena.slot), for the label index
 	key  string
 	obj  T
 	vals [][]string // the index values of obj, one entry per index of idx, owned by the slot (see setVals)
