@@ -214,7 +214,9 @@ func (x *Indexer[T]) selectLocked(b *selectBuf[T], namespace string, inNamespace
 	case len(q.terms) > 0 && (nsBucket == nil || q.terms[0].size <= nsBucket.len()):
 		// Drive from the smallest posting, test the others and the namespace.
 		if t := &q.terms[0]; t.exists {
-			x.collectLocked(b, li, t.key.has, nsBucket, nsPos, namespace)
+			for _, val := range t.key.vals {
+				x.collectLocked(b, li, val.ids, nsBucket, nsPos, namespace)
+			}
 		} else {
 			for _, val := range q.vals[t.lo:t.hi] {
 				x.collectLocked(b, li, val.ids, nsBucket, nsPos, namespace)

@@ -9,22 +9,25 @@ import (
 )
 
 // labelIndex is an inverted index of the labels of a Store's objects, which
-// it knows by their slot ids (see arena). For every label key it keeps the
-// ids of the slots whose object has the key, and for every key=value pair
-// the ids of those with that value. It is guarded by the Store's mu.
+// it knows by their slot ids (see arena): for every key=value pair, the
+// posting of the ids whose object has it. The objects that have a key are
+// the union of its values' postings, which are disjoint, so an exists
+// requirement costs the number of values of its key more than a posting of
+// its own would, and each write half as many posting updates. It is guarded
+// by the Store's mu.
 //
 // Each distinct key and value is stored once (interned), so an object's
-// labels cost the index 12 bytes of labelRef plus 4 bytes in each of two
-// postings, whatever the length of the strings.
+// labels cost the index 8 bytes of labelRef and 4 bytes of posting each,
+// whatever the length of the strings.
 //
 // Postings and refs hold no pointers, so that the garbage collector need not
 // scan them: a ref names its value by its id in vals.
 //
-// Invariants: for every id and every r in refs[id], with v = vals[r.vid],
-// v.ids[r.vpos] == id and v.key.has[r.kpos] == id; an id is in a posting
-// only through such a ref; refs[id] has at most one ref per key; no posting
-// is empty (an empty value is removed from its key and vals, an empty key
-// from keys).
+// Invariants: for every id and every r in refs[id], vals[r.vid].ids[r.vpos]
+// == id; an id is in a posting only through such a ref; refs[id] has at most
+// one ref per key; a key's n is the sum of its values' posting lengths; no
+// posting is empty (an empty value is removed from its key and vals, a key
+// without values from keys).
 type labelIndex struct {
 	keys     map[string]*labelKey
 	vals     []*labelVal // by value id; nil for a free id
@@ -76,10 +79,10 @@ func (li *labelIndex) grow(id uint32, refs []labelRef, n int) []labelRef {
 	return out
 }
 
-// labelKey is one label key and its postings.
+// labelKey is one label key and its values.
 type labelKey struct {
 	name string
-	has  []uint32 // the ids whose object has the key
+	n    int // how many ids have the key: the sum of the values' postings
 	vals map[string]*labelVal
 }
 
@@ -92,9 +95,9 @@ type labelVal struct {
 }
 
 // labelRef is one label of one object: its value, by id, and where the
-// object's id sits in the value's and the key's postings.
+// object's id sits in the value's posting.
 type labelRef struct {
-	vid, vpos, kpos uint32
+	vid, vpos uint32
 }
 
 // val returns the value r refers to.
@@ -202,9 +205,9 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 		}
 		key.vals[val.value] = val
 	}
-	r := labelRef{vid: val.vid, vpos: uint32(len(val.ids)), kpos: uint32(len(key.has))}
+	r := labelRef{vid: val.vid, vpos: uint32(len(val.ids))}
 	val.ids = append(val.ids, id)
-	key.has = append(key.has, id)
+	key.n++
 	return r
 }
 
@@ -219,18 +222,13 @@ func (li *labelIndex) unpost(id uint32, r labelRef) {
 		li.refOf(moved, key).vpos = r.vpos
 	}
 	val.ids = shrink(val.ids[:len(val.ids)-1])
-	if last := uint32(len(key.has) - 1); r.kpos != last {
-		moved := key.has[last]
-		key.has[r.kpos] = moved
-		li.refOf(moved, key).kpos = r.kpos
-	}
-	key.has = shrink(key.has[:len(key.has)-1])
+	key.n--
 	if len(val.ids) == 0 {
 		delete(key.vals, val.value)
 		li.vals[val.vid] = nil
 		li.freeVals = append(li.freeVals, val.vid)
 	}
-	if len(key.has) == 0 {
+	if key.n == 0 {
 		delete(li.keys, key.name)
 	}
 }
@@ -317,7 +315,7 @@ func (li *labelIndex) plan(q *labelQuery, sel labels.Selector) bool {
 			if key == nil {
 				return false
 			}
-			q.terms = append(q.terms, labelTerm{key: key, exists: true, size: len(key.has)})
+			q.terms = append(q.terms, labelTerm{key: key, exists: true, size: key.n})
 		default:
 			q.filter = append(q.filter, *r)
 		}
