@@ -530,3 +530,37 @@ func FuzzLabelIndex(f *testing.F) {
 	f.Add([]byte{0, 4, 5, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 6, 5, 4, 3, 7, 7, 7, 7})
 	f.Fuzz(func(t *testing.T, data []byte) { runLabelIndexFuzz(t, data) })
 }
+
+// Queries run while a writer changes labels, replaces the store and adds
+// indexes; -race checks the locking, and every answer must match its
+// selector.
+func TestLabelIndexConcurrent(t *testing.T) {
+	x := newLabelIndexer()
+	l := podLister(x)
+	stop := inBackground(func(i int) {
+		p := testobj.Pod(fmt.Sprint("ns-", i%3), fmt.Sprint("p-", i%50), "", fmt.Sprint("app=a", i%5), fmt.Sprint("g=", i%7))
+		switch i % 100 {
+		case 99:
+			x.Replace([]*corev1.Pod{p}, "")
+		case 98:
+			x.AddIndexers(Indexers[*corev1.Pod]{fmt.Sprint("i", i): appIndex})
+		case 97, 96, 95:
+			x.Delete(p)
+		default:
+			x.Update(p)
+		}
+	})
+	defer stop()
+	sel, _ := labels.Parse("app=a1,g in (1,2),g!=2")
+	for i := range 2000 {
+		ns := []string{"", "ns-1"}[i%2]
+		for p := range l.ByNamespace(ns).Select(sel) {
+			if !sel.Matches(labels.Set(p.Labels)) || (ns != "" && p.Namespace != ns) {
+				t.Fatalf("Select(%q) in %q yielded %s/%s %v", sel, ns, p.Namespace, p.Name, p.Labels)
+			}
+		}
+		if _, err := l.List(sel); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
