@@ -7,6 +7,17 @@ type arena[T any] struct {
 	chunks []*chunk[T]
 	spare  []*slot[T] // freed slots, zeroed, reused before new ones
 	width  int        // index values per slot
+	ids    []slotAt   // where each slot handed out is, by its id: slot(sl.id) == sl
+}
+
+// slotAt locates a slot: chunks[chunk].slots[index]. It holds no pointer,
+// so that the garbage collector need not scan the table of them.
+type slotAt struct{ chunk, index uint32 }
+
+// slot returns the slot with id, which must have been handed out.
+func (a *arena[T]) slot(id uint32) *slot[T] {
+	at := a.ids[id]
+	return &a.chunks[at.chunk].slots[at.index]
 }
 
 // chunk is a block of slots and the index value slices they point into.
@@ -67,10 +78,12 @@ func (a *arena[T]) alloc() *slot[T] {
 	}
 	sl := &c.slots[c.used]
 	c.used++
+	sl.id = uint32(len(a.ids))
+	a.ids = append(a.ids, slotAt{uint32(len(a.chunks) - 1), uint32(c.used - 1)})
 	return sl
 }
 
-// release zeroes sl and keeps it for reuse.
+// release zeroes sl, but for its id, and keeps it for reuse.
 func (a *arena[T]) release(sl *slot[T]) {
 	var zero T
 	sl.key, sl.obj = "", zero

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/typedkube/informer"
 )
@@ -99,4 +100,23 @@ func ExampleDeltaFIFO() {
 	// Replaced kept initial: true
 	// Deleted default/gone (deleted while unobserved)
 	// [default/kept]
+}
+
+func ExampleIndexer_AddLabelIndex() {
+	pods := informer.NewIndexer(informer.MetaNamespaceKeyFunc[*corev1.Pod], nil)
+	if err := pods.AddLabelIndex(informer.MetaLabelsFunc[*corev1.Pod]); err != nil {
+		panic(err)
+	}
+	for i, app := range []string{"web", "web", "db"} {
+		p := pod("default", fmt.Sprintf("%s-%d", app, i), "")
+		p.Labels = map[string]string{"app": app, "track": []string{"stable", "canary"}[i%2]}
+		pods.Add(p)
+	}
+	// app=web is read from the index; track!=canary is tested on its objects.
+	sel, _ := labels.Parse("app=web,track!=canary")
+	for key := range pods.BySelectorSeq(sel) {
+		fmt.Println(key)
+	}
+	// Output:
+	// default/web-0
 }

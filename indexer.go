@@ -6,6 +6,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"sync"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,7 @@ func MetaNamespaceIndexFunc[T Object](obj T) ([]string, error) {
 // makes the write fail with the Indexer unchanged.
 type Indexer[T any] struct {
 	Store[T]
+	selections sync.Pool // of *selectBuf[T], reused by selector queries
 }
 
 // NewIndexer returns an empty Indexer with the given indexes. It panics if

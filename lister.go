@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -21,12 +22,24 @@ type Lister[T Object] struct {
 }
 
 // List returns the cached objects whose labels match selector, in
-// unspecified order; a nil selector matches everything.
+// unspecified order; a nil selector matches everything. With the cache's
+// label index (an informer's default, see AddLabelIndex) it reads only the
+// objects that have the labels the selector requires; without it, every
+// object.
 func (l Lister[T]) List(selector labels.Selector) ([]T, error) {
 	if selector == nil || selector.Empty() {
 		return l.indexer.List(), nil
 	}
-	return filterLabels(l.indexer.All(), selector), nil
+	return l.list("", false, selector), nil
+}
+
+// Select returns an iterator over the objects List would return. It
+// iterates a snapshot of the matching objects taken when the iteration
+// starts, in a buffer reused across iterations, so that in steady state it
+// allocates nothing, and holds no lock while the loop body runs (an empty
+// selector iterates as Store.All). The order is unspecified.
+func (l Lister[T]) Select(selector labels.Selector) iter.Seq[T] {
+	return func(yield func(T) bool) { l.yieldSelected("", false, selector, yield) }
 }
 
 // Get returns the cluster-scoped object called name, or an error for which
@@ -62,7 +75,9 @@ type NamespaceLister[T Object] struct {
 }
 
 // List returns the namespace's objects whose labels match selector, in
-// unspecified order; a nil selector matches everything.
+// unspecified order; a nil selector matches everything. With a label index
+// it reads only the objects of the namespace, or those with the labels the
+// selector requires, whichever are fewer.
 func (n NamespaceLister[T]) List(selector labels.Selector) ([]T, error) {
 	if n.namespace == metav1.NamespaceAll {
 		return n.l.List(selector) // every namespace, as client-go's listers
@@ -70,7 +85,15 @@ func (n NamespaceLister[T]) List(selector labels.Selector) ([]T, error) {
 	if selector == nil || selector.Empty() {
 		return n.l.indexer.ByIndex(NamespaceIndex, n.namespace)
 	}
-	return filterLabels(n.l.indexer.ByIndexSeq(NamespaceIndex, n.namespace), selector), nil
+	return n.l.list(n.namespace, true, selector), nil
+}
+
+// Select returns an iterator over the objects List would return, with the
+// guarantees of Lister.Select.
+func (n NamespaceLister[T]) Select(selector labels.Selector) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		n.l.yieldSelected(n.namespace, n.namespace != metav1.NamespaceAll, selector, yield)
+	}
 }
 
 // Get returns the object called name in the namespace, or an error for
@@ -79,14 +102,47 @@ func (n NamespaceLister[T]) Get(name string) (T, error) {
 	return n.l.get(n.namespace, name)
 }
 
-func filterLabels[T Object](objs func(func(string, T) bool), selector labels.Selector) []T {
-	var out []T
-	for _, obj := range objs {
-		if selector.Matches(labels.Set(obj.GetLabels())) {
-			out = append(out, obj)
-		}
+// list returns the objects matching selector, which is not empty, of
+// namespace if inNamespace.
+func (l Lister[T]) list(namespace string, inNamespace bool, selector labels.Selector) []T {
+	if out, ok := l.indexer.selectList(namespace, inNamespace, selector); ok {
+		return out
 	}
+	var out []T
+	l.scan(namespace, inNamespace, selector, func(obj T) bool {
+		out = append(out, obj)
+		return true
+	})
 	return out
+}
+
+// yieldSelected yields the objects matching selector, of namespace if
+// inNamespace, from the label index if the cache has one.
+func (l Lister[T]) yieldSelected(namespace string, inNamespace bool, selector labels.Selector, yield func(T) bool) {
+	if selector != nil && !selector.Empty() &&
+		l.indexer.yieldSelected(namespace, inNamespace, selector, func(_ string, obj T) bool { return yield(obj) }) {
+		return
+	}
+	l.scan(namespace, inNamespace, selector, yield)
+}
+
+// scan yields the objects matching selector, of namespace if inNamespace,
+// testing every one (of the namespace).
+func (l Lister[T]) scan(namespace string, inNamespace bool, selector labels.Selector, yield func(T) bool) {
+	if labels.MatchesNothing(selector) {
+		return
+	}
+	match := func(_ string, obj T) bool {
+		if selector != nil && !selector.Empty() && !selector.Matches(labels.Set(obj.GetLabels())) {
+			return true
+		}
+		return yield(obj)
+	}
+	if inNamespace {
+		l.indexer.yieldBucket(NamespaceIndex, namespace, match)
+	} else {
+		l.indexer.yieldAll(match)
+	}
 }
 
 // Syncer is anything that tells whether it has synced: an informer, a

@@ -38,6 +38,12 @@ type Store[T any] struct {
 	// never change, so a reader may load it without a lock to look a name
 	// up; its buckets are guarded by mu.
 	idx atomic.Pointer[indexSet[T]]
+	// labels indexes the objects' labels, as labelsOf gives them; nil
+	// without a label index. Both are set, and labels replaced, only with
+	// writeMu and mu held, so a writer may read them holding writeMu; the
+	// postings of labels are guarded by mu.
+	labels   *labelIndex
+	labelsOf LabelsFunc[T]
 
 	snapshots sync.Pool // of *[]entry[T], reused by the iterators
 }
@@ -47,6 +53,7 @@ type Store[T any] struct {
 //
 // Invariant: items[k] == s iff s.key == k; a free slot has an empty key.
 type slot[T any] struct {
+	id   uint32 // the slot's id in its arena (see arena.slot), for the label index
 	key  string
 	obj  T
 	vals [][]string // the index values of obj, one entry per index of idx, owned by the slot (see setVals)
@@ -288,6 +295,10 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 	items := make(map[string]*slot[T], len(list))
 	ar := arena[T]{width: idx.len()}
 	ar.reserve(len(list))
+	var li *labelIndex
+	if s.labelsOf != nil {
+		li = newLabelIndex()
+	}
 	defer func() { clear(s.scratch) }()
 	var firstErr error
 	for i, obj := range list {
@@ -310,9 +321,12 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 			idx.reindex(sl, vals)
 		}
 		sl.obj = obj
+		if li != nil {
+			li.set(sl.id, s.labelsOf(obj))
+		}
 	}
 	s.mu.Lock()
-	s.items, s.arena = items, ar
+	s.items, s.arena, s.labels = items, ar, li
 	s.idx.Store(idx)
 	s.mu.Unlock()
 	return firstErr
@@ -334,16 +348,20 @@ func (s *Store[T]) upsert(key string, obj T, lenient bool) (old T, existed bool,
 	if err != nil && !lenient {
 		return old, false, err
 	}
+	var lbls map[string]string
+	if s.labelsOf != nil {
+		lbls = s.labelsOf(obj)
+	}
 	s.mu.Lock()
-	old, existed = s.putLocked(key, obj, vals)
+	old, existed = s.putLocked(key, obj, vals, lbls)
 	s.mu.Unlock()
 	clear(vals)
 	return old, existed, err
 }
 
-// putLocked stores obj, whose index values are vals, under key, and returns
-// the object it replaced. The caller holds writeMu and mu.
-func (s *Store[T]) putLocked(key string, obj T, vals [][]string) (old T, existed bool) {
+// putLocked stores obj, whose index values are vals and labels lbls, under
+// key, and returns the object it replaced. The caller holds writeMu and mu.
+func (s *Store[T]) putLocked(key string, obj T, vals [][]string, lbls map[string]string) (old T, existed bool) {
 	idx := s.idx.Load()
 	sl, ok := s.items[key]
 	if !ok {
@@ -357,6 +375,9 @@ func (s *Store[T]) putLocked(key string, obj T, vals [][]string) (old T, existed
 		idx.reindex(sl, vals)
 	}
 	sl.obj = obj
+	if s.labels != nil {
+		s.labels.set(sl.id, lbls)
+	}
 	return old, existed
 }
 
@@ -380,6 +401,9 @@ func (s *Store[T]) deleteLocked(key string) (T, bool) {
 	}
 	obj := sl.obj
 	s.idx.Load().unindex(sl)
+	if s.labels != nil {
+		s.labels.remove(sl.id)
+	}
 	delete(s.items, key)
 	s.arena.release(sl)
 	return obj, true

@@ -1,0 +1,262 @@
+package informer
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// LabelsFunc returns the labels of an object, for the label index. The map
+// may be the object's own: the index reads it and keeps no reference to it.
+type LabelsFunc[T any] func(obj T) map[string]string
+
+// MetaLabelsFunc returns obj.GetLabels(): the LabelsFunc of every Kubernetes
+// object.
+func MetaLabelsFunc[T Object](obj T) map[string]string { return obj.GetLabels() }
+
+// errNoLabelIndex is ErrNoSuchIndex for the label index.
+var errNoLabelIndex = fmt.Errorf("%w: no label index", ErrNoSuchIndex)
+
+// AddLabelIndex adds a label index, an inverted index of the objects'
+// labels, and indexes every stored object. BySelector and BySelectorSeq
+// answer label selectors from it, as do the Listers of an informer, and it is
+// kept up to date by every write.
+//
+// With the index, a selector's equality (=, ==), in and exists requirements
+// are answered from the objects that have the labels they name, in time
+// proportional to the smallest of those sets; the other requirements (!=,
+// notin, !key, gt, lt) are tested on those objects only, and on every object
+// only if the selector has no requirement of the first kind.
+//
+// Each distinct label key and value is stored once, so the index costs about
+// 22 bytes per object per label (README, "Label-indexed selector queries");
+// a label whose value is unique to its object, such as a Pod's name, also
+// costs its own value entry.
+//
+// labelsOf runs while the writer lock is held, like an IndexFunc, and when a
+// query tests the requirements the index cannot answer, holding no lock.
+// AddLabelIndex panics if labelsOf is nil and returns an error wrapping
+// ErrIndexConflict if the Indexer has a label index already.
+func (x *Indexer[T]) AddLabelIndex(labelsOf LabelsFunc[T]) error {
+	if labelsOf == nil {
+		panic("informer: AddLabelIndex with a nil LabelsFunc")
+	}
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	if x.labelsOf != nil {
+		return fmt.Errorf("%w: a label index exists", ErrIndexConflict)
+	}
+	// Writers are excluded, so the slots cannot change while labelsOf runs
+	// without mu; mu is held only to publish the index.
+	li := newLabelIndex()
+	for sl := range x.arena.live {
+		li.set(sl.id, labelsOf(sl.obj))
+	}
+	x.mu.Lock()
+	x.labels, x.labelsOf = li, labelsOf
+	x.mu.Unlock()
+	return nil
+}
+
+// BySelector returns the objects whose labels match selector, in unspecified
+// order, in one newly allocated slice; a nil or empty selector matches every
+// object. It needs a label index (AddLabelIndex): without one it returns an
+// error wrapping ErrNoSuchIndex.
+func (x *Indexer[T]) BySelector(selector labels.Selector) ([]T, error) {
+	if selector == nil || selector.Empty() {
+		return x.List(), nil
+	}
+	out, ok := x.selectList("", false, selector)
+	if !ok {
+		return nil, errNoLabelIndex
+	}
+	return out, nil
+}
+
+// BySelectorSeq returns an iterator over the keys and objects BySelector
+// would return. Like ByIndexSeq, it iterates a snapshot of the matching
+// objects taken when the iteration starts, in a buffer reused across
+// iterations, so that in steady state it allocates nothing, and it holds no
+// lock while the loop body runs. Without a label index it yields nothing.
+func (x *Indexer[T]) BySelectorSeq(selector labels.Selector) iter.Seq2[string, T] {
+	return func(yield func(string, T) bool) {
+		if selector == nil || selector.Empty() {
+			x.yieldAll(yield)
+			return
+		}
+		x.yieldSelected("", false, selector, yield)
+	}
+}
+
+// selectBuf is the reusable state of one selector query: the prepared
+// query, and the candidates it found.
+type selectBuf[T any] struct {
+	q        labelQuery
+	entries  []entry[T]
+	whole    labels.Selector // tested whole on each candidate, if set
+	labelsOf LabelsFunc[T]
+}
+
+// accepts reports whether obj, a candidate, passes the requirements the
+// index could not answer. It runs holding no lock.
+func (b *selectBuf[T]) accepts(obj T) bool {
+	if b.whole == nil && len(b.q.filter) == 0 {
+		return true
+	}
+	ls := labels.Set(b.labelsOf(obj))
+	if b.whole != nil && !b.whole.Matches(ls) {
+		return false
+	}
+	for i := range b.q.filter {
+		if !b.q.filter[i].Matches(ls) {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *Indexer[T]) getSelection() *selectBuf[T] {
+	if b, ok := x.selections.Get().(*selectBuf[T]); ok {
+		return b
+	}
+	return new(selectBuf[T])
+}
+
+func (x *Indexer[T]) putSelection(b *selectBuf[T]) {
+	b.q.reset()
+	clear(b.entries) // drop the object references
+	b.entries = b.entries[:0]
+	b.whole, b.labelsOf = nil, nil
+	x.selections.Put(b)
+}
+
+// yieldSelected yields the objects matching selector, of namespace if
+// inNamespace, from the label index; nothing if there is none.
+func (x *Indexer[T]) yieldSelected(namespace string, inNamespace bool, selector labels.Selector, yield func(string, T) bool) bool {
+	b := x.getSelection()
+	defer x.putSelection(b)
+	if !x.selectLocked(b, namespace, inNamespace, selector) {
+		return false
+	}
+	for _, e := range b.entries {
+		if b.accepts(e.obj) && !yield(e.key, e.obj) {
+			break
+		}
+	}
+	return true
+}
+
+// selectList returns the objects matching selector, of namespace if
+// inNamespace, from the label index, and false if there is none.
+func (x *Indexer[T]) selectList(namespace string, inNamespace bool, selector labels.Selector) ([]T, bool) {
+	b := x.getSelection()
+	defer x.putSelection(b)
+	if !x.selectLocked(b, namespace, inNamespace, selector) {
+		return nil, false
+	}
+	n := 0
+	for _, e := range b.entries {
+		if b.accepts(e.obj) {
+			b.entries[n] = e
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, true
+	}
+	out := make([]T, n)
+	for i, e := range b.entries[:n] {
+		out[i] = e.obj
+	}
+	return out, true
+}
+
+// selectLocked fills b with the candidates for selector, which must not be
+// empty, holding the read lock: the objects that satisfy the requirements
+// the index answers and, if inNamespace, whose NamespaceIndex value is
+// namespace. It returns false, with b unchanged, without a label index or,
+// if inNamespace, without a NamespaceIndex.
+func (x *Indexer[T]) selectLocked(b *selectBuf[T], namespace string, inNamespace bool, selector labels.Selector) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	li := x.labels
+	if li == nil {
+		return false
+	}
+	idx := x.idx.Load()
+	nsPos, ok := idx.posOf(NamespaceIndex)
+	if inNamespace && !ok {
+		return false
+	}
+	b.labelsOf = x.labelsOf
+	if labels.MatchesNothing(selector) {
+		return true
+	}
+	if _, isSet := selector.(labels.ValidatedSetSelector); !isSet {
+		if _, selectable := selector.Requirements(); !selectable {
+			b.whole = selector // a Selector the index cannot read
+		}
+	}
+	if b.whole == nil && !li.plan(&b.q, selector) {
+		return true // a label no object has
+	}
+	var nsBucket *bucket[T]
+	if inNamespace {
+		nsBucket = idx.buckets[nsPos][namespace]
+		if nsBucket.len() == 0 {
+			return true
+		}
+	}
+	q := &b.q
+	switch {
+	case len(q.terms) > 0 && (nsBucket == nil || q.terms[0].size <= nsBucket.len()):
+		// Drive from the smallest posting, test the others and the namespace.
+		if t := &q.terms[0]; t.exists {
+			for _, val := range t.key.vals {
+				x.collectLocked(b, li, val.ids, nsBucket, nsPos, namespace)
+			}
+		} else {
+			for _, val := range q.vals[t.lo:t.hi] {
+				x.collectLocked(b, li, val.ids, nsBucket, nsPos, namespace)
+			}
+		}
+	case nsBucket != nil:
+		for sl := range nsBucket.all {
+			if li.hasAll(q, 0, sl.id) {
+				b.entries = append(b.entries, entry[T]{sl.key, sl.obj})
+			}
+		}
+	default:
+		// No requirement the index answers: every object is a candidate.
+		for sl := range x.arena.live {
+			b.entries = append(b.entries, entry[T]{sl.key, sl.obj})
+		}
+	}
+	return true
+}
+
+// collectLocked appends to b the objects of ids that satisfy the terms of
+// b.q after the first and, if nsBucket is not nil, are in it, the bucket
+// of namespace in the NamespaceIndex (at nsPos). The caller holds mu for
+// reading.
+func (x *Indexer[T]) collectLocked(b *selectBuf[T], li *labelIndex, ids []uint32, nsBucket *bucket[T], nsPos int, namespace string) {
+	for _, id := range ids {
+		sl := x.arena.slot(id)
+		if !li.hasAll(&b.q, 1, id) || (nsBucket != nil && !nsBucket.has(sl, nsPos, namespace)) {
+			continue
+		}
+		b.entries = append(b.entries, entry[T]{sl.key, sl.obj})
+	}
+}
+
+// has reports whether sl is in b, the bucket of value v of index i,
+// without comparing strings when sl has one value for the index (then it is
+// in b.single at sl.pos[i], or not in b).
+func (b *bucket[T]) has(sl *slot[T], i int, v string) bool {
+	if p := int(sl.pos[i]); p < len(b.single) && b.single[p] == sl {
+		return true
+	}
+	return len(sl.vals[i]) > 1 && slices.Contains(sl.vals[i], v)
+}

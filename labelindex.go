@@ -1,0 +1,399 @@
+package informer
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// labelIndex is an inverted index of the labels of a Store's objects, which
+// it knows by their slot ids (see arena): for every key=value pair, the
+// posting of the ids whose object has it. The objects that have a key are
+// the union of its values' postings, which are disjoint, so an exists
+// requirement costs the number of values of its key more than a posting of
+// its own would, and each write half as many posting updates. It is guarded
+// by the Store's mu.
+//
+// Each distinct key and value is stored once (interned), so an object's
+// labels cost the index 8 bytes of labelRef and 4 bytes of posting each,
+// whatever the length of the strings.
+//
+// Postings and refs hold no pointers, so that the garbage collector need not
+// scan them: a ref names its value by its id in vals.
+//
+// Invariants: for every id and every r in refs[id], vals[r.vid].ids[r.vpos]
+// == id; an id is in a posting only through such a ref; refs[id] has at most
+// one ref per key; a key's n is the sum of its values' posting lengths; no
+// posting is empty (an empty value is removed from its key and vals, a key
+// without values from keys).
+type labelIndex struct {
+	keys     map[string]*labelKey
+	vals     []*labelVal // by value id; nil for a free id
+	freeVals []uint32    // ids of vals free for reuse
+	refs     []refSpan   // per slot id: where the refs of its labels are
+	slabs    [][]labelRef
+	slabUsed int // refs of the last slab handed out
+}
+
+// refSpan locates the refs of one id: slabs[slab][off:off+n:off+cap]. An id
+// keeps its span, and reuses it for the next object of its slot; a span too
+// small for an object is left for a new one twice as large, so an id leaves
+// behind at most as much as it has.
+type refSpan struct {
+	slab, off, n, cap uint32
+}
+
+// slabSize is how many refs a slab holds (48 KiB).
+const slabSize = 4096
+
+// refsOf returns the refs of id, of length n and capacity cap.
+func (li *labelIndex) refsOf(id uint32) []labelRef {
+	if int(id) >= len(li.refs) {
+		return nil
+	}
+	sp := li.refs[id]
+	if sp.cap == 0 {
+		return nil
+	}
+	return li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
+}
+
+// grow gives id a span with room for n refs, holding a copy of refs.
+func (li *labelIndex) grow(id uint32, refs []labelRef, n int) []labelRef {
+	c := 4
+	for c < n {
+		c *= 2
+	}
+	if len(li.slabs) == 0 || li.slabUsed+c > len(li.slabs[len(li.slabs)-1]) {
+		li.slabs = append(li.slabs, make([]labelRef, max(slabSize, c)))
+		li.slabUsed = 0
+	}
+	sp := refSpan{slab: uint32(len(li.slabs) - 1), off: uint32(li.slabUsed), n: uint32(len(refs)), cap: uint32(c)}
+	li.slabUsed += c
+	li.refs[id] = sp
+	out := li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
+	copy(out, refs)
+	clear(refs)
+	return out
+}
+
+// labelKey is one label key and its values.
+type labelKey struct {
+	name string
+	n    int // how many ids have the key: the sum of the values' postings
+	vals map[string]*labelVal
+}
+
+// labelVal is one value of a label key and its posting.
+type labelVal struct {
+	key   *labelKey
+	value string
+	vid   uint32   // position in labelIndex.vals
+	ids   []uint32 // the ids whose object has key=value
+}
+
+// labelRef is one label of one object: its value, by id, and where the
+// object's id sits in the value's posting.
+type labelRef struct {
+	vid, vpos uint32
+}
+
+// val returns the value r refers to.
+func (li *labelIndex) val(r labelRef) *labelVal { return li.vals[r.vid] }
+
+func newLabelIndex() *labelIndex {
+	return &labelIndex{keys: make(map[string]*labelKey)}
+}
+
+// set makes m the labels indexed for id. It does no work for labels that
+// did not change, and none at all if no label did.
+func (li *labelIndex) set(id uint32, m map[string]string) {
+	if int(id) >= len(li.refs) {
+		if len(m) == 0 {
+			return
+		}
+		li.refs = append(li.refs, make([]refSpan, int(id)+1-len(li.refs))...)
+	}
+	refs := li.refsOf(id)
+	if li.sameLabels(refs, m) {
+		return
+	}
+	for i := 0; i < len(refs); {
+		r := refs[i]
+		if li.hasLabel(m, li.val(r)) {
+			i++
+			continue
+		}
+		li.unpost(id, r)
+		last := len(refs) - 1
+		refs[i] = refs[last]
+		refs[last] = labelRef{}
+		refs = refs[:last]
+	}
+	if cap(refs) < len(m) {
+		refs = li.grow(id, refs, len(m))
+	}
+	kept := len(refs) // labels unchanged, to skip below
+	for k, v := range m {
+		if kept == 0 || !li.hasKey(refs[:kept], k) {
+			refs = append(refs, li.post(id, k, v)) // within the span
+		}
+	}
+	li.refs[id].n = uint32(len(refs))
+}
+
+// remove drops every label of id.
+func (li *labelIndex) remove(id uint32) {
+	if int(id) >= len(li.refs) {
+		return
+	}
+	refs := li.refsOf(id)
+	for _, r := range refs {
+		li.unpost(id, r)
+	}
+	clear(refs)
+	li.refs[id].n = 0 // the slot's next object reuses the span
+}
+
+func (li *labelIndex) sameLabels(refs []labelRef, m map[string]string) bool {
+	if len(refs) != len(m) {
+		return false
+	}
+	for _, r := range refs {
+		if !li.hasLabel(m, li.val(r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasLabel reports whether m has the label val.
+func (li *labelIndex) hasLabel(m map[string]string, val *labelVal) bool {
+	v, ok := m[val.key.name]
+	return ok && v == val.value
+}
+
+func (li *labelIndex) hasKey(refs []labelRef, k string) bool {
+	for _, r := range refs {
+		if li.val(r).key.name == k {
+			return true
+		}
+	}
+	return false
+}
+
+// post adds id to the postings of k and k=v and returns its ref. New keys
+// and values are cloned, so the index keeps no object's memory alive.
+func (li *labelIndex) post(id uint32, k, v string) labelRef {
+	key := li.keys[k]
+	if key == nil {
+		key = &labelKey{name: strings.Clone(k), vals: make(map[string]*labelVal, 1)}
+		li.keys[key.name] = key
+	}
+	val := key.vals[v]
+	if val == nil {
+		val = &labelVal{key: key, value: strings.Clone(v)}
+		if n := len(li.freeVals); n > 0 {
+			val.vid = li.freeVals[n-1]
+			li.freeVals = li.freeVals[:n-1]
+			li.vals[val.vid] = val
+		} else {
+			val.vid = uint32(len(li.vals))
+			li.vals = append(li.vals, val)
+		}
+		key.vals[val.value] = val
+	}
+	r := labelRef{vid: val.vid, vpos: uint32(len(val.ids))}
+	val.ids = append(val.ids, id)
+	key.n++
+	return r
+}
+
+// unpost takes id out of the postings r points at: a swap with the last
+// id, whose ref is told its new position.
+func (li *labelIndex) unpost(id uint32, r labelRef) {
+	val := li.val(r)
+	key := val.key
+	if last := uint32(len(val.ids) - 1); r.vpos != last {
+		moved := val.ids[last]
+		val.ids[r.vpos] = moved
+		li.refOf(moved, key).vpos = r.vpos
+	}
+	val.ids = shrink(val.ids[:len(val.ids)-1])
+	key.n--
+	if len(val.ids) == 0 {
+		delete(key.vals, val.value)
+		li.vals[val.vid] = nil
+		li.freeVals = append(li.freeVals, val.vid)
+	}
+	if key.n == 0 {
+		delete(li.keys, key.name)
+	}
+}
+
+// refOf returns the ref of id for key, which id must have. The invariants
+// exclude a missing one; it would get a throwaway ref rather than a panic
+// with the Store's lock held.
+func (li *labelIndex) refOf(id uint32, key *labelKey) *labelRef {
+	refs := li.refsOf(id)
+	for i := range refs {
+		if li.val(refs[i]).key == key {
+			return &refs[i]
+		}
+	}
+	return new(labelRef)
+}
+
+// shrink gives back the room of a posting that has shrunk to a quarter of
+// its capacity.
+func shrink(ids []uint32) []uint32 {
+	if cap(ids) > 64 && len(ids) < cap(ids)/4 {
+		return slices.Clone(ids)
+	}
+	return ids
+}
+
+// labelTerm is a requirement the index answers: the ids whose object has
+// key (exists) or key with one of the values q.vals[lo:hi].
+type labelTerm struct {
+	key    *labelKey
+	lo, hi int
+	exists bool
+	size   int // how many ids the term's postings hold
+}
+
+// labelQuery is a selector prepared for the index: the terms it answers,
+// smallest first, and the requirements left to test on each candidate.
+// It is reused across queries.
+type labelQuery struct {
+	terms  []labelTerm
+	vals   []*labelVal
+	filter []labels.Requirement // tested with Requirement.Matches
+}
+
+func (q *labelQuery) reset() {
+	clear(q.terms)
+	clear(q.vals)
+	clear(q.filter)
+	q.terms, q.vals, q.filter = q.terms[:0], q.vals[:0], q.filter[:0]
+}
+
+// plan prepares q for the requirements of sel. It returns false if the
+// index shows that nothing matches. Equality, in and exists become terms;
+// the other operators (!=, notin, !key, gt, lt) become filters.
+func (li *labelIndex) plan(q *labelQuery, sel labels.Selector) bool {
+	if set, ok := sel.(labels.ValidatedSetSelector); ok {
+		// Its Requirements method builds a new selector: read the set.
+		for k, v := range set {
+			if !li.addTerm(q, k, v, nil) {
+				return false
+			}
+		}
+		q.sortTerms()
+		return true
+	}
+	reqs, _ := sel.Requirements()
+	for i := range reqs {
+		r := &reqs[i]
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			var ok bool
+			if v, exact := exactValue(sel, reqs, i); exact {
+				ok = li.addTerm(q, r.Key(), v, nil)
+			} else {
+				// Several values, or a key required twice: the values
+				// can only be had in a new slice.
+				ok = li.addTerm(q, r.Key(), "", r.ValuesUnsorted())
+			}
+			if !ok {
+				return false
+			}
+		case selection.Exists:
+			key := li.keys[r.Key()]
+			if key == nil {
+				return false
+			}
+			q.terms = append(q.terms, labelTerm{key: key, exists: true, size: key.n})
+		default:
+			q.filter = append(q.filter, *r)
+		}
+	}
+	q.sortTerms()
+	return true
+}
+
+// exactValue returns the one value requirement i of sel requires, without
+// allocating, when Selector.RequiresExactMatch can tell it: when i is the
+// first requirement on its key.
+func exactValue(sel labels.Selector, reqs labels.Requirements, i int) (string, bool) {
+	k := reqs[i].Key()
+	for j := range i {
+		if reqs[j].Key() == k {
+			return "", false
+		}
+	}
+	return sel.RequiresExactMatch(k)
+}
+
+// addTerm adds the term "k has value v", or "k has one of vs" if vs is not
+// nil. It returns false if no object has such a label.
+func (li *labelIndex) addTerm(q *labelQuery, k, v string, vs []string) bool {
+	key := li.keys[k]
+	if key == nil {
+		return false
+	}
+	t := labelTerm{key: key, lo: len(q.vals)}
+	if vs == nil {
+		if val := key.vals[v]; val != nil {
+			q.vals = append(q.vals, val)
+			t.size = len(val.ids)
+		}
+	} else {
+		for _, v := range vs {
+			if val := key.vals[v]; val != nil && !slices.Contains(q.vals[t.lo:], val) {
+				q.vals = append(q.vals, val)
+				t.size += len(val.ids)
+			}
+		}
+	}
+	t.hi = len(q.vals)
+	if t.size == 0 {
+		return false
+	}
+	q.terms = append(q.terms, t)
+	return true
+}
+
+// sortTerms orders the terms smallest first (there are few: insertion sort,
+// which allocates nothing).
+func (q *labelQuery) sortTerms() {
+	for i := 1; i < len(q.terms); i++ {
+		for j := i; j > 0 && q.terms[j].size < q.terms[j-1].size; j-- {
+			q.terms[j], q.terms[j-1] = q.terms[j-1], q.terms[j]
+		}
+	}
+}
+
+// has reports whether id satisfies term t.
+func (li *labelIndex) has(q *labelQuery, t *labelTerm, id uint32) bool {
+	for _, r := range li.refsOf(id) {
+		val := li.val(r)
+		if val.key != t.key {
+			continue
+		}
+		return t.exists || slices.Contains(q.vals[t.lo:t.hi], val)
+	}
+	return false
+}
+
+// hasAll reports whether id satisfies every term of q from the first on.
+func (li *labelIndex) hasAll(q *labelQuery, first int, id uint32) bool {
+	for i := first; i < len(q.terms); i++ {
+		if !li.has(q, &q.terms[i], id) {
+			return false
+		}
+	}
+	return true
+}

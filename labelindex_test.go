@@ -1,0 +1,566 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/typedkube/informer/internal/testobj"
+)
+
+// newLabelIndexer returns the indexer of an informer's cache: namespace
+// index and label index.
+func newLabelIndexer() *Indexer[*corev1.Pod] {
+	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	if err := x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
+		panic(err)
+	}
+	return x
+}
+
+func podLister(x *Indexer[*corev1.Pod]) Lister[*corev1.Pod] {
+	return Lister[*corev1.Pod]{indexer: x, resource: corev1.Resource("pods")}
+}
+
+func selectedKeys(ps []*corev1.Pod) []string {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Namespace + "/" + p.Name
+	}
+	slices.Sort(out)
+	return out
+}
+
+func collect[T any](seq func(func(T) bool)) []T {
+	var out []T
+	for v := range seq {
+		out = append(out, v)
+	}
+	return out
+}
+
+// Every operator, alone and combined, through List and Select, in one
+// namespace and in all.
+func TestLabelIndexOperators(t *testing.T) {
+	pods := []*corev1.Pod{
+		testobj.Pod("a", "web-1", "", "app=web", "tier=front", "rank=1"),
+		testobj.Pod("a", "web-2", "", "app=web", "tier=front", "rank=2"),
+		testobj.Pod("a", "db-1", "", "app=db", "tier=back", "rank=10"),
+		testobj.Pod("b", "web-1", "", "app=web", "rank=x"),
+		testobj.Pod("b", "cache", "", "tier=back"),
+		testobj.Pod("b", "bare", ""),
+	}
+	x := newLabelIndexer()
+	for _, p := range pods {
+		if err := x.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := podLister(x)
+	all := func(keys ...string) []string { return keys }
+	tests := []struct {
+		selector string
+		want     []string // every namespace
+		wantA    []string // namespace a
+	}{
+		{"", all("a/db-1", "a/web-1", "a/web-2", "b/bare", "b/cache", "b/web-1"), all("a/db-1", "a/web-1", "a/web-2")},
+		{"app=web", all("a/web-1", "a/web-2", "b/web-1"), all("a/web-1", "a/web-2")},
+		{"app==db", all("a/db-1"), all("a/db-1")},
+		{"app=none", nil, nil},
+		{"nokey=x", nil, nil},
+		{"app!=web", all("a/db-1", "b/bare", "b/cache"), all("a/db-1")},
+		{"app in (web,db)", all("a/db-1", "a/web-1", "a/web-2", "b/web-1"), all("a/db-1", "a/web-1", "a/web-2")},
+		{"app in (db,none)", all("a/db-1"), all("a/db-1")},
+		{"app notin (web)", all("a/db-1", "b/bare", "b/cache"), all("a/db-1")},
+		{"tier", all("a/db-1", "a/web-1", "a/web-2", "b/cache"), all("a/db-1", "a/web-1", "a/web-2")},
+		{"!tier", all("b/bare", "b/web-1"), nil},
+		{"!nokey", all("a/db-1", "a/web-1", "a/web-2", "b/bare", "b/cache", "b/web-1"), all("a/db-1", "a/web-1", "a/web-2")},
+		{"rank>1", all("a/db-1", "a/web-2"), all("a/db-1", "a/web-2")},
+		{"rank<2", all("a/web-1"), all("a/web-1")},
+		{"app=web,tier=front", all("a/web-1", "a/web-2"), all("a/web-1", "a/web-2")},
+		{"app=web,tier!=front", all("b/web-1"), nil},
+		{"app=web,app=db", nil, nil},
+		{"app in (web,db),app notin (db),rank>1", all("a/web-2"), all("a/web-2")},
+		{"tier,!app", all("b/cache"), nil},
+		{"app=web,rank", all("a/web-1", "a/web-2", "b/web-1"), all("a/web-1", "a/web-2")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.selector, func(t *testing.T) {
+			sel, err := labels.Parse(tt.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				ns   string
+				want []string
+			}{{metav1.NamespaceAll, tt.want}, {"a", tt.wantA}, {"missing", nil}} {
+				got, err := l.ByNamespace(c.ns).List(sel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(c.want, selectedKeys(got)); diff != "" {
+					t.Errorf("ByNamespace(%q).List (-want +got):\n%s", c.ns, diff)
+				}
+				if diff := cmp.Diff(c.want, selectedKeys(collect(l.ByNamespace(c.ns).Select(sel)))); diff != "" {
+					t.Errorf("ByNamespace(%q).Select (-want +got):\n%s", c.ns, diff)
+				}
+			}
+			got, err := x.BySelector(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, selectedKeys(got)); diff != "" {
+				t.Errorf("BySelector (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, sel := range []labels.Selector{labels.Nothing(), opaqueSelector{labels.Nothing()}} {
+		if got, _ := l.List(sel); len(got) != 0 {
+			t.Errorf("List(%#v) = %v, want nothing", sel, selectedKeys(got))
+		}
+	}
+	set := labels.ValidatedSetSelector{"app": "web", "tier": "front"}
+	if got, _ := l.List(set); !slices.Equal(selectedKeys(got), []string{"a/web-1", "a/web-2"}) {
+		t.Errorf("List(ValidatedSetSelector) = %v", selectedKeys(got))
+	}
+	if got, _ := l.List(opaqueSelector{labels.SelectorFromSet(labels.Set{"app": "db"})}); !slices.Equal(selectedKeys(got), []string{"a/db-1"}) {
+		t.Errorf("List(opaque app=db) = %v", selectedKeys(got))
+	}
+}
+
+// opaqueSelector is a Selector that hides its requirements, as a custom
+// implementation may: the index must test it whole.
+type opaqueSelector struct{ labels.Selector }
+
+func (opaqueSelector) Requirements() (labels.Requirements, bool)     { return nil, false }
+func (opaqueSelector) RequiresExactMatch(string) (string, bool)      { return "", false }
+func (s opaqueSelector) Add(r ...labels.Requirement) labels.Selector { return s.Selector.Add(r...) }
+
+func TestLabelIndexErrors(t *testing.T) {
+	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], nil)
+	if _, err := x.BySelector(labels.SelectorFromSet(labels.Set{"a": "b"})); !errors.Is(err, ErrNoSuchIndex) {
+		t.Errorf("BySelector without a label index: %v, want ErrNoSuchIndex", err)
+	}
+	if got := collect2(x.BySelectorSeq(labels.SelectorFromSet(labels.Set{"a": "b"}))); len(got) != 0 {
+		t.Errorf("BySelectorSeq without a label index yielded %v", got)
+	}
+	if err := x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); !errors.Is(err, ErrIndexConflict) {
+		t.Errorf("second AddLabelIndex: %v, want ErrIndexConflict", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("AddLabelIndex(nil) did not panic")
+		}
+	}()
+	_ = NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], nil).AddLabelIndex(nil)
+}
+
+func collect2[K, V any](seq func(func(K, V) bool)) []V {
+	var out []V
+	for _, v := range seq {
+		out = append(out, v)
+	}
+	return out
+}
+
+// A Lister without a label index (NoLabelIndex) gives the same answers by
+// scanning; one over an indexer whose label index was added later, too.
+func TestLabelIndexOptional(t *testing.T) {
+	plain := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	late := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	for i := range 50 {
+		p := testobj.Pod(fmt.Sprint("ns-", i%3), fmt.Sprint("p-", i), "", fmt.Sprint("app=a", i%4), fmt.Sprint("n=", i))
+		plain.Add(p)
+		late.Add(p)
+	}
+	if err := late.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"app=a1", "app in (a1,a2),n>10", "n<5", "!app", "app"} {
+		sel, _ := labels.Parse(s)
+		for _, ns := range []string{"", "ns-1"} {
+			want, _ := podLister(plain).ByNamespace(ns).List(sel)
+			got, _ := podLister(late).ByNamespace(ns).List(sel)
+			if diff := cmp.Diff(selectedKeys(want), selectedKeys(got)); diff != "" {
+				t.Errorf("%q in %q (-scan +index):\n%s", s, ns, diff)
+			}
+			if diff := cmp.Diff(selectedKeys(want), selectedKeys(collect(podLister(plain).ByNamespace(ns).Select(sel)))); diff != "" {
+				t.Errorf("Select %q in %q without index (-List +Select):\n%s", s, ns, diff)
+			}
+		}
+	}
+	checkLabelIndex(t, 0, late)
+}
+
+// Labels that change all the time, with values unique to one object (like
+// pod-template-hash) and shared ones, leave an exact index that gives its
+// memory back when the objects go.
+func TestLabelIndexChurn(t *testing.T) {
+	x := newLabelIndexer()
+	l := podLister(x)
+	const n = 300
+	for round := range 20 {
+		for i := range n {
+			lbls := []string{fmt.Sprint("app=a", (i+round)%7), fmt.Sprint("hash=", round*n+i)}
+			if (i+round)%3 == 0 {
+				lbls = append(lbls, "canary=true")
+			}
+			if (i+round)%5 == 0 {
+				lbls = lbls[1:] // drop app
+			}
+			if err := x.Update(testobj.Pod(fmt.Sprint("ns-", i%4), fmt.Sprint("p-", i), strconv.Itoa(round), lbls...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round%4 == 3 {
+			for i := 0; i < n; i += 7 {
+				x.Delete(testobj.Pod(fmt.Sprint("ns-", i%4), fmt.Sprint("p-", i), ""))
+			}
+		}
+		checkLabelIndex(t, round, x)
+		for _, s := range []string{"app=a3", "app=a3,canary", "canary,!app", fmt.Sprint("hash=", round*n+5), "app notin (a1),canary"} {
+			sel, _ := labels.Parse(s)
+			for _, ns := range []string{"", "ns-2"} {
+				got, _ := l.ByNamespace(ns).List(sel)
+				checkEqual(t, round, s+" in "+ns, sortedPods(got), sortedPods(scanSelect(x, ns, sel)))
+			}
+		}
+	}
+	for i := range n {
+		x.Delete(testobj.Pod(fmt.Sprint("ns-", i%4), fmt.Sprint("p-", i), ""))
+	}
+	checkLabelIndex(t, -1, x)
+	if len(x.labels.keys) != 0 {
+		t.Errorf("empty store: label index still has %d keys", len(x.labels.keys))
+	}
+}
+
+// scanSelect is the reference: every object tested with Selector.Matches.
+func scanSelect(x *Indexer[*corev1.Pod], namespace string, sel labels.Selector) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range x.All() {
+		if (namespace == "" || p.Namespace == namespace) && (sel == nil || sel.Matches(labels.Set(p.Labels))) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkLabelIndex checks the invariants of x's label index and that it
+// holds exactly the labels of the stored objects.
+func checkLabelIndex(t testing.TB, step int, x *Indexer[*corev1.Pod]) {
+	t.Helper()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	li := x.labels
+	if li == nil {
+		return
+	}
+	ids := 0
+	for sl := range x.arena.live {
+		if x.arena.slot(sl.id) != sl {
+			t.Fatalf("step %d: slot %q has id %d, arena.slot gives another", step, sl.key, sl.id)
+		}
+		want := sl.obj.Labels
+		got := map[string]string{}
+		{
+			for _, r := range li.refsOf(sl.id) {
+				val := li.val(r)
+				if li.vals[val.vid] != val {
+					t.Fatalf("step %d: %q: value id %d wrong", step, sl.key, val.vid)
+				}
+				if _, dup := got[val.key.name]; dup {
+					t.Fatalf("step %d: %q indexed twice under %q", step, sl.key, val.key.name)
+				}
+				got[val.key.name] = val.value
+				if int(r.vpos) >= len(val.ids) || val.ids[r.vpos] != sl.id {
+					t.Fatalf("step %d: %q: value posting position wrong", step, sl.key)
+				}
+				if li.keys[val.key.name] != val.key || val.key.vals[val.value] != val {
+					t.Fatalf("step %d: %q: label %s=%s not reachable from the index", step, sl.key, val.key.name, val.value)
+				}
+			}
+			ids += len(li.refsOf(sl.id))
+		}
+		if diff := cmp.Diff(want, got, cmpEmptyMap); diff != "" {
+			t.Fatalf("step %d: labels of %q (-object +index):\n%s", step, sl.key, diff)
+		}
+	}
+	postings := 0
+	for k, key := range li.keys {
+		if key.n == 0 || k != key.name {
+			t.Fatalf("step %d: key %q empty or misfiled", step, k)
+		}
+		n := 0
+		for v, val := range key.vals {
+			if len(val.ids) == 0 || v != val.value || val.key != key {
+				t.Fatalf("step %d: value %s=%s empty or misfiled", step, k, v)
+			}
+			n += len(val.ids)
+		}
+		if n != key.n {
+			t.Fatalf("step %d: key %q counts %d ids, its values hold %d", step, k, key.n, n)
+		}
+		postings += n
+	}
+	live := 0
+	for _, val := range li.vals {
+		if val != nil {
+			live++
+		}
+	}
+	nvals := 0
+	for _, key := range li.keys {
+		nvals += len(key.vals)
+	}
+	if live != nvals || live+len(li.freeVals) != len(li.vals) {
+		t.Fatalf("step %d: %d value ids in use, %d free, of %d; the keys have %d values", step, live, len(li.freeVals), len(li.vals), nvals)
+	}
+	if postings != ids {
+		t.Fatalf("step %d: postings hold %d ids, objects have %d labels", step, postings, ids)
+	}
+}
+
+var cmpEmptyMap = cmp.Transformer("nonNil", func(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+})
+
+// Select allocates nothing once its buffer is warm.
+func TestLabelIndexSelectAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
+	x := newLabelIndexer()
+	for i := range 1000 {
+		x.Add(testobj.Pod(fmt.Sprint("ns-", i%10), fmt.Sprint("p-", i), "", fmt.Sprint("app=a", i%10), fmt.Sprint("g=", i%100), fmt.Sprint("n=", i)))
+	}
+	l := podLister(x)
+	for _, s := range []string{"app=a3,g=3", "app in (a3,a4),n>5", "g=3,n", "app=a3,g!=13"} {
+		sel, _ := labels.Parse(s)
+		for _, ns := range []string{"", "ns-3"} {
+			n := 0
+			allocs := testing.AllocsPerRun(100, func() {
+				for p := range l.ByNamespace(ns).Select(sel) {
+					n += len(p.Name)
+				}
+			})
+			if n == 0 {
+				t.Errorf("%q in %q selected nothing", s, ns)
+			}
+			if allocs != 0 && s != "app in (a3,a4),n>5" { // in with two values copies them
+				t.Errorf("%q in %q: %v allocations per query, want 0", s, ns, allocs)
+			}
+		}
+	}
+}
+
+// The informer keeps a label index unless told not to.
+func TestInformerLabelIndexOption(t *testing.T) {
+	lw := &ListWatchFuncs[*corev1.Pod]{}
+	for _, off := range []bool{false, true} {
+		inf, err := NewSharedIndexInformer[*corev1.Pod](lw, SharedIndexInformerOptions[*corev1.Pod]{NoLabelIndex: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := inf.GetIndexer().labels != nil; has == off {
+			t.Errorf("NoLabelIndex=%v: label index present=%v", off, has)
+		}
+	}
+}
+
+// Random labels, objects and selectors of every operator; after every
+// write, the answers of the index (Lister and Indexer, slice and iterator,
+// in a namespace and in all) are compared with a full scan testing
+// Selector.Matches, and with client-go's generated PodLister over a
+// cache.Indexer given the same writes.
+func runLabelIndexFuzz(t testing.TB, data []byte) {
+	r := &opReader{data: data}
+	typed := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	indexed := false
+	if r.intn(4) != 0 { // else the index is added later, to a populated store
+		indexed = true
+		if err := typed.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upstream := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	ours, theirs := podLister(typed), corev1listers.NewPodLister(upstream)
+	for step := 0; r.more(); step++ {
+		switch op := r.intn(8); op {
+		case 0, 1:
+			p := fuzzLabelPod(r)
+			checkErr(t, step, "Add", typed.Add(p), upstream.Add(p))
+		case 2:
+			p := fuzzLabelPod(r)
+			checkErr(t, step, "Update", typed.Update(p), upstream.Update(p))
+		case 3:
+			p := fuzzLabelPod(r)
+			checkErr(t, step, "Delete", typed.Delete(p), upstream.Delete(p))
+		case 4:
+			list := make([]*corev1.Pod, r.intn(8))
+			for i := range list {
+				list[i] = fuzzLabelPod(r)
+			}
+			checkErr(t, step, "Replace", typed.Replace(list, "1"), upstream.Replace(toAny(list), "1"))
+		case 5:
+			if !indexed {
+				indexed = true
+				if err := typed.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := typed.AddIndexers(Indexers[*corev1.Pod]{fmt.Sprint("x", step): appIndex}); err != nil {
+				t.Fatal(err) // widens the arena under the label index
+			}
+		default:
+			sel := fuzzSelector(r)
+			ns := []string{metav1.NamespaceAll, "ns-a", "ns-b", "none"}[r.intn(4)]
+			want := scanSelect(typed, ns, sel)
+			ref, err := theirs.Pods(ns).List(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEqual(t, step, fmt.Sprintf("client-go lister %q in %q", sel, ns), sortedPods(want), sortedPods(ref))
+			got, err := ours.ByNamespace(ns).List(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEqual(t, step, fmt.Sprintf("List %q in %q", sel, ns), sortedPods(got), sortedPods(want))
+			checkEqual(t, step, fmt.Sprintf("Select %q in %q", sel, ns), sortedPods(collect(ours.ByNamespace(ns).Select(sel))), sortedPods(want))
+			if ns == metav1.NamespaceAll && indexed {
+				got, err := typed.BySelector(sel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkEqual(t, step, fmt.Sprintf("BySelector %q", sel), sortedPods(got), sortedPods(want))
+				checkEqual(t, step, fmt.Sprintf("BySelectorSeq %q", sel), sortedPods(collect2(typed.BySelectorSeq(sel))), sortedPods(want))
+			}
+		}
+		checkLabelIndex(t, step, typed)
+	}
+}
+
+var (
+	fuzzLabelKeys   = []string{"app", "tier", "rank", "x.io/y"}
+	fuzzLabelValues = []string{"", "a", "b", "1", "10", "02"}
+)
+
+// fuzzLabelPod decodes a Pod of a small universe of keys with up to four
+// labels of a small universe.
+func fuzzLabelPod(r *opReader) *corev1.Pod {
+	r.rv++
+	p := testobj.Pod([]string{"", "ns-a", "ns-b"}[r.intn(3)], "p"+strconv.Itoa(r.intn(6)), strconv.Itoa(r.rv))
+	if mask := r.intn(16); mask != 0 {
+		p.Labels = map[string]string{}
+		for i, k := range fuzzLabelKeys {
+			if mask&(1<<i) != 0 {
+				p.Labels[k] = fuzzLabelValues[r.intn(len(fuzzLabelValues))]
+			}
+		}
+	}
+	return p
+}
+
+var fuzzOperators = []selection.Operator{
+	selection.Equals, selection.DoubleEquals, selection.In, selection.Exists,
+	selection.NotEquals, selection.NotIn, selection.DoesNotExist, selection.GreaterThan, selection.LessThan,
+}
+
+// fuzzSelector decodes a selector: Everything, Nothing, a set, an opaque
+// one, or up to three requirements of any operator.
+func fuzzSelector(r *opReader) labels.Selector {
+	switch r.intn(10) {
+	case 0:
+		return labels.Everything()
+	case 1:
+		return labels.Nothing()
+	case 2:
+		return labels.ValidatedSetSelector{fuzzLabelKeys[r.intn(4)]: fuzzLabelValues[r.intn(6)]}
+	case 3:
+		return opaqueSelector{labels.SelectorFromSet(labels.Set{fuzzLabelKeys[r.intn(4)]: fuzzLabelValues[r.intn(6)]})}
+	}
+	sel := labels.NewSelector()
+	for range 1 + r.intn(3) {
+		op := fuzzOperators[r.intn(len(fuzzOperators))]
+		var vals []string
+		switch op {
+		case selection.Exists, selection.DoesNotExist:
+		case selection.In, selection.NotIn:
+			for range 1 + r.intn(3) {
+				vals = append(vals, fuzzLabelValues[r.intn(6)])
+			}
+		case selection.GreaterThan, selection.LessThan:
+			vals = []string{[]string{"0", "1", "5"}[r.intn(3)]}
+		default:
+			vals = []string{fuzzLabelValues[r.intn(6)]}
+		}
+		req, err := labels.NewRequirement(fuzzLabelKeys[r.intn(4)], op, vals)
+		if err != nil {
+			panic(err)
+		}
+		sel = sel.Add(*req)
+	}
+	return sel
+}
+
+func TestLabelIndexRandom(t *testing.T) {
+	runRandomSequences(t, 3000, runLabelIndexFuzz)
+}
+
+func FuzzLabelIndex(f *testing.F) {
+	f.Add([]byte{1, 0, 1, 7, 1, 2, 3, 6, 4, 0, 0, 2, 1})
+	f.Add([]byte{0, 4, 5, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 6, 5, 4, 3, 7, 7, 7, 7})
+	f.Fuzz(func(t *testing.T, data []byte) { runLabelIndexFuzz(t, data) })
+}
+
+// Queries run while a writer changes labels, replaces the store and adds
+// indexes; -race checks the locking, and every answer must match its
+// selector.
+func TestLabelIndexConcurrent(t *testing.T) {
+	x := newLabelIndexer()
+	l := podLister(x)
+	stop := inBackground(func(i int) {
+		p := testobj.Pod(fmt.Sprint("ns-", i%3), fmt.Sprint("p-", i%50), "", fmt.Sprint("app=a", i%5), fmt.Sprint("g=", i%7))
+		switch i % 100 {
+		case 99:
+			x.Replace([]*corev1.Pod{p}, "")
+		case 98:
+			x.AddIndexers(Indexers[*corev1.Pod]{fmt.Sprint("i", i): appIndex})
+		case 97, 96, 95:
+			x.Delete(p)
+		default:
+			x.Update(p)
+		}
+	})
+	defer stop()
+	sel, _ := labels.Parse("app=a1,g in (1,2),g!=2")
+	for i := range 2000 {
+		ns := []string{"", "ns-1"}[i%2]
+		for p := range l.ByNamespace(ns).Select(sel) {
+			if !sel.Matches(labels.Set(p.Labels)) || (ns != "" && p.Namespace != ns) {
+				t.Fatalf("Select(%q) in %q yielded %s/%s %v", sel, ns, p.Namespace, p.Name, p.Labels)
+			}
+		}
+		if _, err := l.List(sel); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
