@@ -25,7 +25,7 @@ import (
 // lister and writes the ConfigMap if the ConfigMap lister shows it differs.
 type Controller struct {
 	client     kubernetes.Interface
-	pods       *informer.SharedIndexInformer[*corev1.Pod]
+	pods       *informer.SharedIndexInformer[*podPhase]
 	namespaces *informer.SharedIndexInformer[*corev1.Namespace]
 	configMaps *informer.SharedIndexInformer[*corev1.ConfigMap]
 	synced     []informer.Syncer
@@ -50,7 +50,7 @@ func keepSummaryData(cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 func NewController(f *informer.Factory, client kubernetes.Interface, logf func(format string, args ...any)) (*Controller, error) {
 	c := &Controller{client: client, logf: logf}
 	var err error
-	if c.pods, err = informer.For[*corev1.Pod](f); err != nil {
+	if c.pods, err = informer.ForProjection[podPhase, corev1.Pod](f); err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)
 	}
 	if c.namespaces, err = informer.For[*corev1.Namespace](f); err != nil {
@@ -66,14 +66,14 @@ func NewController(f *informer.Factory, client kubernetes.Interface, logf func(f
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: summaryName})
 
 	// The handlers are typed: the Pod's phase and the Namespace's labels are read without a cast.
-	podHandler := informer.ResourceEventHandlerFuncs[*corev1.Pod]{
-		AddFunc: func(p *corev1.Pod, _ bool) { c.queue.Add(p.Namespace) },
-		UpdateFunc: func(old, new *corev1.Pod) {
+	podHandler := informer.ResourceEventHandlerFuncs[*podPhase]{
+		AddFunc: func(p *podPhase, _ bool) { c.queue.Add(p.Namespace) },
+		UpdateFunc: func(old, new *podPhase) {
 			if phase(old) != phase(new) {
 				c.queue.Add(new.Namespace)
 			}
 		},
-		DeleteFunc: func(d informer.DeletedObject[*corev1.Pod]) {
+		DeleteFunc: func(d informer.DeletedObject[*podPhase]) {
 			ns, _, _ := informer.SplitMetaNamespaceKey(d.Key)
 			c.queue.Add(ns)
 		},

@@ -175,9 +175,9 @@ func verify(ctx context.Context, client kubernetes.Interface, optedIn, notOptedI
 		if err != nil {
 			return fmt.Errorf("list pods of %s: %w", ns, err)
 		}
-		ptrs := make([]*corev1.Pod, len(pods.Items))
+		ptrs := make([]*podPhase, len(pods.Items))
 		for i := range pods.Items {
-			ptrs[i] = &pods.Items[i]
+			ptrs[i] = phaseOf(&pods.Items[i])
 		}
 		want := summaryData(ptrs)
 		cm, err := client.CoreV1().ConfigMaps(ns).Get(ctx, summaryName, metav1.GetOptions{})
