@@ -1,0 +1,160 @@
+package benchmarks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/e2e/internal/kubetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// writerEnv, when set in the environment of this test binary, makes it the writer process of
+// BenchmarkWatchCost: it applies the updates described by the variable's JSON and exits.
+// costUpdates is how many updates a round of BenchmarkWatchCost applies.
+const costUpdates = 5000
+
+const writerEnv = "INFORMER_BENCH_WRITER"
+
+// writerJob is what the writer process is told.
+type writerJob struct {
+	Host, Token string
+	CA          []byte
+	Namespace   string
+	Updates     int
+	Round       int
+}
+
+// runWriter applies job's updates to the ConfigMaps cm-0000.., writeWorkers at a time.
+func runWriter(job writerJob) error {
+	cfg := &rest.Config{Host: job.Host, BearerToken: job.Token, TLSClientConfig: rest.TLSClientConfig{CAData: job.CA}, QPS: -1}
+	c, err := kubetest.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	return kubetest.Parallel(ctx, job.Updates, writeWorkers, func(ctx context.Context, i int) error {
+		patch := fmt.Appendf(nil, `{"data":{"round":"%d-%d"}}`, job.Round, i)
+		_, err := c.Kube.CoreV1().ConfigMaps(job.Namespace).Patch(ctx, fmt.Sprintf("cm-%04d", i%watchedConfigs), types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// BenchmarkWatchCost measures what the client process pays per watch event in steady state:
+// one informer of the implementation named watches 1,000 ConfigMaps while a writer in a child
+// process (whose CPU and memory getrusage(RUSAGE_SELF) does not count) applies 5,000 updates.
+// It reports, from the start of the writes until the handler has seen them all, cpu-ns/event,
+// allocs/event and B-alloc/event. Unlike BenchmarkWatchThroughput, each round runs one
+// implementation alone, so that the process's cost is that implementation's.
+func BenchmarkWatchCost(b *testing.B) {
+	ns := configMaps(b)
+	cfg := benchConfig()
+	for _, impl := range []string{"upstream", "typed"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			b.ReportAllocs()
+			var seen atomic.Int64
+			var stop func()
+			var synced func() bool
+			if impl == "upstream" {
+				client, err := kubernetes.NewForConfig(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+				inf := f.Core().V1().ConfigMaps().Informer()
+				if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ any) { seen.Add(1) }}); err != nil {
+					b.Fatal(err)
+				}
+				stopCh := make(chan struct{})
+				f.Start(stopCh)
+				synced, stop = inf.HasSynced, func() { close(stopCh); f.Shutdown() }
+			} else {
+				f, err := informer.NewFactory(cfg, informer.FactoryOptions{Namespace: ns})
+				if err != nil {
+					b.Fatal(err)
+				}
+				inf, err := informer.For[*corev1.ConfigMap](f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.ConfigMap]{UpdateFunc: func(_, _ *corev1.ConfigMap) { seen.Add(1) }}); err != nil {
+					b.Fatal(err)
+				}
+				f.Start(context.Background())
+				synced, stop = inf.HasSynced, f.Shutdown
+			}
+			defer stop()
+			deadline := time.Now().Add(time.Minute)
+			for !synced() {
+				if time.Now().After(deadline) {
+					b.Fatal("the informer did not sync")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			var cpu, allocs, bytes float64
+			var n int
+			for b.Loop() {
+				b.StopTimer()
+				n++
+				job := writerJob{Host: cfg.Host, Token: cfg.BearerToken, CA: cfg.CAData, Namespace: ns, Updates: costUpdates, Round: n}
+				spec, err := json.Marshal(job)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), writerEnv+"="+string(spec))
+				cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+				mark := seen.Load()
+				cost := costNow()
+				b.StartTimer()
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				waitErr := make(chan error, 1)
+				go func() { waitErr <- cmd.Wait() }()
+				for seen.Load()-mark < costUpdates {
+					select {
+					case err := <-waitErr:
+						if err != nil {
+							b.Fatalf("writer: %v", err)
+						}
+						waitErr = nil
+					default:
+					}
+					if time.Now().After(deadline.Add(10 * time.Minute)) {
+						b.Fatalf("saw %d of %d updates", seen.Load()-mark, costUpdates)
+					}
+					time.Sleep(time.Millisecond)
+				}
+				b.StopTimer()
+				spent := costNow().since(cost)
+				if waitErr != nil {
+					if err := <-waitErr; err != nil {
+						b.Fatalf("writer: %v", err)
+					}
+				}
+				cpu += float64(spent.cpu.Nanoseconds()) / costUpdates
+				allocs += float64(spent.allocs) / costUpdates
+				bytes += float64(spent.bytes) / costUpdates
+				b.StartTimer()
+			}
+			b.ReportMetric(cpu/float64(n), "cpu-ns/event")
+			b.ReportMetric(allocs/float64(n), "allocs/event")
+			b.ReportMetric(bytes/float64(n), "B-alloc/event")
+		})
+	}
+}
