@@ -31,7 +31,10 @@ const (
 
 // Errors of the informer's life cycle.
 var (
+	// ErrStarted is returned by Run on an informer, or a Reflector, that
+	// has already been started (ErrAlreadyRunning is the same error).
 	ErrStarted = errors.New("informer: already started")
+	// ErrStopped reports an informer that has stopped.
 	ErrStopped = errors.New("informer: stopped")
 )
 
@@ -111,6 +114,8 @@ type SharedIndexInformer[T Object] struct {
 	// snapshot of the cache and then exactly the changes that follow it.
 	procMu  sync.Mutex
 	current []*listener[T] // guarded by procMu: the listeners to notify
+
+	applied appliedVersion // what the cache has applied, for WaitForResourceVersion
 
 	resyncMu sync.Mutex // guards the resync schedules of the listeners
 
@@ -388,6 +393,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	if err != nil {
 		// Every registration ends: no handler will be called.
 		s.stopped = true
+		s.applied.stop()
 		for _, l := range s.listeners {
 			l.stop(false)
 			close(l.done)
@@ -423,6 +429,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	stopProcessing()
 	s.mu.Lock()
 	s.stopped = true
+	s.applied.stop()
 	started := s.runningListeners
 	s.listeners, s.runningListeners = nil, nil
 	s.mu.Unlock()
@@ -513,7 +520,7 @@ func (s *SharedIndexInformer[T]) IsStopped() bool {
 
 // Lister returns a Lister reading the cache.
 func (s *SharedIndexInformer[T]) Lister() Lister[T] {
-	return Lister[T]{indexer: s.indexer, resource: s.opts.Resource}
+	return Lister[T]{indexer: s.indexer, resource: s.opts.Resource, wait: s.WaitForResourceVersion}
 }
 
 // discardStore is a ReflectorStore that keeps nothing, for checking

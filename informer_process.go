@@ -28,6 +28,7 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 			}
 			notes = s.applyEvent(ctx, &batch[i], initial, notes)
 		}
+		s.applied.advance(lastVersion(batch))
 		s.distributeLocked(notes)
 		s.procMu.Unlock()
 		clear(batch)
@@ -37,6 +38,26 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 			s.markSynced()
 		}
 	}
+}
+
+// lastVersion returns the resource version of the last event of batch that
+// carries one: the server's changes are applied in order, so the cache then
+// holds every change up to it.
+func lastVersion[T Object](batch []event[T]) string {
+	for i := len(batch) - 1; i >= 0; i-- {
+		e := &batch[i]
+		switch e.kind {
+		case evAdd, evUpdate, evDelete:
+			if rv := e.obj.GetResourceVersion(); rv != "" {
+				return rv
+			}
+		case evReplace, evBookmark:
+			if e.rv != "" {
+				return e.rv
+			}
+		}
+	}
+	return ""
 }
 
 // applyEvent applies e to the cache and appends the notifications it makes.

@@ -19,6 +19,7 @@ import (
 type Lister[T Object] struct {
 	indexer  *Indexer[T]
 	resource schema.GroupResource
+	wait     func(ctx context.Context, resourceVersion string) error // the informer's WaitForResourceVersion; nil without an informer
 }
 
 // List returns the cached objects whose labels match selector, in

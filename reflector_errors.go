@@ -21,7 +21,9 @@ var (
 	// ErrInvalidOptions reports options that a constructor refuses.
 	ErrInvalidOptions = errors.New("informer: invalid options")
 	// ErrAlreadyRunning is returned by Run while the Reflector is running.
-	ErrAlreadyRunning = errors.New("informer: reflector already running")
+	// It is ErrStarted, the informer's error for the same mistake, under
+	// the name client-go's users look for: errors.Is matches either.
+	ErrAlreadyRunning = ErrStarted
 	// ErrUnexpectedObject reports a watch event whose object is not of the
 	// Reflector's type (nil included), or an ERROR event whose object is
 	// not a Status. It is wrapped in an *EventError.

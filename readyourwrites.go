@@ -1,0 +1,147 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+)
+
+// Errors of WaitForResourceVersion.
+var (
+	// ErrInvalidResourceVersion reports a resource version that is not a
+	// positive decimal integer without leading zeros, the only form the
+	// API server's versions can be compared in.
+	ErrInvalidResourceVersion = errors.New("informer: resource version cannot be compared")
+	// ErrNotInOrder reports a wait on an informer whose queue does not
+	// apply changes in the order the server made them (QueueDeltaFIFO),
+	// so that no resource version says what its cache holds.
+	ErrNotInOrder = errors.New("informer: the cache does not apply changes in order")
+)
+
+// appliedVersion is the resource version up to which an informer's cache
+// has applied the server's changes, and the readers waiting for it. Waiters
+// share one channel, closed when the version advances: no goroutine per
+// waiter, no polling.
+type appliedVersion struct {
+	mu      sync.Mutex
+	rv      string        // "" until the first change, relist or bookmark is applied
+	wake    chan struct{} // closed and cleared when rv advances or the informer stops; nil when no one waits
+	stopped bool
+}
+
+// advance records that the cache has applied every change up to rv. A
+// version older than the recorded one, or empty, changes nothing.
+func (a *appliedVersion) advance(rv string) {
+	if rv == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rv != "" {
+		if c, err := resourceversion.CompareResourceVersion(rv, a.rv); err == nil && c <= 0 {
+			return
+		}
+	}
+	a.rv = rv
+	a.wakeLocked()
+}
+
+func (a *appliedVersion) stop() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopped = true
+	a.wakeLocked()
+}
+
+func (a *appliedVersion) wakeLocked() {
+	if a.wake != nil {
+		close(a.wake)
+		a.wake = nil
+	}
+}
+
+// AppliedResourceVersion returns the resource version up to which the
+// informer's cache has applied the server's changes, in order: the version
+// of the last change, relist or bookmark applied. ok is false until the
+// cache has applied any, such as before the first list. In QueueDeltaFIFO
+// mode, which applies changes per object rather than in order, it is
+// always false.
+func (s *SharedIndexInformer[T]) AppliedResourceVersion() (rv string, ok bool) {
+	if s.opts.Queue == QueueDeltaFIFO {
+		return "", false
+	}
+	s.applied.mu.Lock()
+	defer s.applied.mu.Unlock()
+	return s.applied.rv, s.applied.rv != ""
+}
+
+// WaitForResourceVersion returns once the informer's cache has applied
+// every change up to resourceVersion, so that a read that follows sees at
+// least that state: read-your-writes for a controller that waits for the
+// resourceVersion a create, update or delete returned, whose own watch
+// event moves the cache past it. Versions are compared as the API server's
+// (apimachinery's resourceversion.CompareResourceVersion).
+//
+// It returns an error wrapping ErrInvalidResourceVersion for a version that
+// cannot be compared, ErrNotInOrder in QueueDeltaFIFO mode, ErrStopped when
+// the informer stops first, or the context's error, each saying which
+// version was awaited and which one the cache has applied. Waiting starts
+// no goroutine and does not poll.
+func (s *SharedIndexInformer[T]) WaitForResourceVersion(ctx context.Context, resourceVersion string) error {
+	if s.opts.Queue == QueueDeltaFIFO {
+		return fmt.Errorf("informer %s: wait for resourceVersion %s: %w (QueueDeltaFIFO)", s.opts.Name, resourceVersion, ErrNotInOrder)
+	}
+	if _, err := resourceversion.CompareResourceVersion(resourceVersion, resourceVersion); err != nil {
+		return fmt.Errorf("informer %s: wait for resourceVersion %q: %w: %w", s.opts.Name, resourceVersion, ErrInvalidResourceVersion, err)
+	}
+	a := &s.applied
+	for {
+		a.mu.Lock()
+		cur := a.rv
+		if cur != "" {
+			if c, err := resourceversion.CompareResourceVersion(cur, resourceVersion); err == nil && c >= 0 {
+				a.mu.Unlock()
+				return nil
+			}
+		}
+		if a.stopped {
+			a.mu.Unlock()
+			return fmt.Errorf("informer %s: wait for resourceVersion %s (the cache has applied %s): %w", s.opts.Name, resourceVersion, appliedText(cur), ErrStopped)
+		}
+		if a.wake == nil {
+			a.wake = make(chan struct{})
+		}
+		wake := a.wake
+		a.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return fmt.Errorf("informer %s: wait for resourceVersion %s (the cache has applied %s): %w", s.opts.Name, resourceVersion, appliedText(cur), context.Cause(ctx))
+		}
+	}
+}
+
+func appliedText(rv string) string {
+	if rv == "" {
+		return "none yet"
+	}
+	return rv
+}
+
+// AtLeast waits until the informer's cache has applied every change up to
+// resourceVersion (see SharedIndexInformer.WaitForResourceVersion), then
+// returns the lister, so that
+//
+//	l, err := inf.Lister().AtLeast(ctx, created.ResourceVersion)
+//
+// reads a cache that holds the write that returned that version. A Lister
+// made from an Indexer rather than an informer returns ErrNotInOrder.
+func (l Lister[T]) AtLeast(ctx context.Context, resourceVersion string) (Lister[T], error) {
+	if l.wait == nil {
+		return l, fmt.Errorf("informer: lister of %v: %w: it reads no informer", l.resource, ErrNotInOrder)
+	}
+	return l, l.wait(ctx, resourceVersion)
+}

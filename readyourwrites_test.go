@@ -1,0 +1,113 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestWaitForResourceVersionReadsOwnWrites: a writer that waits for the
+// resourceVersion of each create before reading finds every object it made.
+func TestWaitForResourceVersionReadsOwnWrites(t *testing.T) {
+	src := newFakeSource()
+	inf := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{})
+	if _, ok := inf.AppliedResourceVersion(); ok {
+		t.Error("AppliedResourceVersion is set before the informer started")
+	}
+	stop := startInformer(t, inf)
+	defer stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for i := range 300 {
+		p := src.Add(factoryPod("ns", fmt.Sprintf("p%03d", i), ""))
+		l, err := inf.Lister().AtLeast(ctx, p.ResourceVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.ByNamespace("ns").Get(p.Name); err != nil {
+			t.Fatalf("after waiting for %s: %v", p.ResourceVersion, err)
+		}
+	}
+	rv, ok := inf.AppliedResourceVersion()
+	if n, _ := strconv.Atoi(rv); !ok || n < 300 {
+		t.Errorf("AppliedResourceVersion = %q, %v; want at least 300", rv, ok)
+	}
+}
+
+// TestWaitForResourceVersionBlocks: a wait for a version the cache has not
+// reached blocks, its error names both versions when the context ends, and
+// it returns once the changes are applied; many waiters share the wake-up.
+func TestWaitForResourceVersionBlocks(t *testing.T) {
+	src := newFakeSource()
+	src.Add(factoryPod("ns", "a", ""))
+	inf := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{})
+	stop := startInformer(t, inf)
+	defer stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := inf.WaitForResourceVersion(ctx, "1"); err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := inf.WaitForResourceVersion(short, "3")
+	cancelShort()
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "resourceVersion 3") || !strings.Contains(err.Error(), "applied 1") {
+		t.Errorf("wait for 3 at 1: %v; want a deadline error naming 3 and 1", err)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Go(func() { errs <- inf.WaitForResourceVersion(ctx, strconv.Itoa(2+i%20)) })
+	}
+	for i := range 20 {
+		src.Add(factoryPod("ns", fmt.Sprintf("b%d", i), ""))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestWaitForResourceVersionErrors: versions that cannot be compared, the
+// DeltaFIFO mode, a stopped informer and a lister without an informer are
+// clear errors, returned at once.
+func TestWaitForResourceVersionErrors(t *testing.T) {
+	src := newFakeSource()
+	inf := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{})
+	for _, rv := range []string{"", "abc", "012", "0", "-1"} {
+		if err := inf.WaitForResourceVersion(t.Context(), rv); !errors.Is(err, ErrInvalidResourceVersion) {
+			t.Errorf("WaitForResourceVersion(%q) = %v, want ErrInvalidResourceVersion", rv, err)
+		}
+	}
+	fifo := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{Queue: QueueDeltaFIFO})
+	if err := fifo.WaitForResourceVersion(t.Context(), "1"); !errors.Is(err, ErrNotInOrder) {
+		t.Errorf("DeltaFIFO mode: %v, want ErrNotInOrder", err)
+	}
+	stop := startInformer(t, inf)
+	done := make(chan error, 1)
+	go func() { done <- inf.WaitForResourceVersion(context.Background(), "1000") }()
+	stop()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrStopped) {
+			t.Errorf("wait across stop: %v, want ErrStopped", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a wait did not end when the informer stopped")
+	}
+	var zero Lister[*corev1.Pod]
+	if _, err := zero.AtLeast(t.Context(), "1"); !errors.Is(err, ErrNotInOrder) {
+		t.Errorf("lister without informer: %v, want ErrNotInOrder", err)
+	}
+}
