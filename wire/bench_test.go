@@ -24,7 +24,7 @@ func benchPod(i int) *corev1.Pod {
 				"app.kubernetes.io/part-of": "informer-bench", "app.kubernetes.io/version": "v1.2.3",
 			},
 			Annotations:   map[string]string{"bench.typedkube.io/note": strings.Repeat("x", 300)},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "benchmarks.test", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(strings.Repeat(`{"f:spec":{}}`, 40))}}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "benchmarks.test", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(strings.Repeat(`{"f:spec":{}}`, 40))}},
 		},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
