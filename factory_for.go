@@ -94,30 +94,11 @@ func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], 
 		return nil, err
 	}
 	typ := reflect.TypeFor[T]()
-	f.mu.Lock()
-	if err := f.usableLocked(); err != nil {
-		f.mu.Unlock()
-		return nil, err
+	if inf, found, err := existingFor(f, typ, o); found {
+		return inf, err
 	}
-	e := f.types[typ]
-	f.mu.Unlock()
-	if e != nil {
-		return join(f, e, o)
-	}
-
-	gvk, list, err := kindOf[T](f.opts.Scheme)
+	s, mapping, list, err := sharedFor[T](f, o, resourceName)
 	if err != nil {
-		return nil, err
-	}
-	mapping, err := f.restMapping(gvk)
-	if err != nil {
-		return nil, err
-	}
-	s := &shared[T]{
-		name:       resourceName(mapping.Resource),
-		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
-	}
-	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
 		return nil, err
 	}
 	var lw ListerWatcher[T]
@@ -139,6 +120,53 @@ func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], 
 	if err != nil {
 		return nil, err
 	}
+	return registerHeld(f, s, typ, mapping, lw, o, holder)
+}
+
+// existingFor returns the informer the factory already has for the Go type
+// typ, joined with o (found is then true), or the error of a factory that
+// cannot be used (found is true too).
+func existingFor[T Object](f *Factory, typ reflect.Type, o ForOptions[T]) (inf *SharedIndexInformer[T], found bool, err error) {
+	f.mu.Lock()
+	if err := f.usableLocked(); err != nil {
+		f.mu.Unlock()
+		return nil, true, err
+	}
+	e := f.types[typ]
+	f.mu.Unlock()
+	if e == nil {
+		return nil, false, nil
+	}
+	inf, err = join(f, e, o)
+	return inf, true, err
+}
+
+// sharedFor resolves the resource of the kind of K (the Go type the server
+// encodes, T itself for For) and returns the shared entry of an informer of
+// it named by name, in the namespace o asks for, with the mapping and the
+// Go type of K's list kind.
+func sharedFor[K, T Object](f *Factory, o ForOptions[T], name func(schema.GroupVersionResource) string) (*shared[T], *meta.RESTMapping, reflect.Type, error) {
+	gvk, list, err := kindOf[K](f.opts.Scheme)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mapping, err := f.restMapping(gvk)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s := &shared[T]{
+		name:       name(mapping.Resource),
+		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+	}
+	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
+		return nil, nil, nil, err
+	}
+	return s, mapping, list, nil
+}
+
+// registerHeld registers the informer of s, as register does, and stores
+// it in holder, from which its ListerWatcher reads the cache.
+func registerHeld[T Object](f *Factory, s *shared[T], typ reflect.Type, mapping *meta.RESTMapping, lw ListerWatcher[T], o ForOptions[T], holder *atomic.Pointer[SharedIndexInformer[T]]) (*SharedIndexInformer[T], error) {
 	inf, err := register(f, s, typ, mapping.Resource, lw, o)
 	if err == nil {
 		holder.Store(inf)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -132,33 +133,17 @@ func ForProjection[P, T any, PP interface {
 		return nil, err
 	}
 	typ := reflect.TypeFor[PP]()
-	f.mu.Lock()
-	if err := f.usableLocked(); err != nil {
-		f.mu.Unlock()
-		return nil, err
-	}
-	e := f.types[typ]
-	f.mu.Unlock()
-	if e != nil {
-		return join(f, e, o)
+	if inf, found, err := existingFor(f, typ, o); found {
+		return inf, err
 	}
 	dec, err := wire.NewDecoder[PP, TP](f.opts.Wire)
 	if err != nil {
 		return nil, fmt.Errorf("informer: projection %v of %v: %w", reflect.TypeFor[P](), reflect.TypeFor[T](), err)
 	}
-	gvk, list, err := kindOf[TP](f.opts.Scheme)
+	s, mapping, list, err := sharedFor[TP](f, o, func(gvr schema.GroupVersionResource) string {
+		return flavoredName(gvr, reflect.TypeFor[P]().Name())
+	})
 	if err != nil {
-		return nil, err
-	}
-	mapping, err := f.restMapping(gvk)
-	if err != nil {
-		return nil, err
-	}
-	s := &shared[PP]{
-		name:       flavoredName(mapping.Resource, reflect.TypeFor[P]().Name()),
-		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
-	}
-	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
 		return nil, err
 	}
 	var lw ListerWatcher[PP]
@@ -175,11 +160,7 @@ func ForProjection[P, T any, PP interface {
 			return nil, err
 		}
 	}
-	inf, err := register(f, s, typ, mapping.Resource, lw, o)
-	if err == nil {
-		holder.Store(inf)
-	}
-	return inf, err
+	return registerHeld(f, s, typ, mapping, lw, o, holder)
 }
 
 // projectedListWatch lists and watches T through full and projects each
