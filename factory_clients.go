@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -100,13 +101,7 @@ func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list re
 			if err != nil {
 				return nil, err
 			}
-			out := &ListPage[T]{Items: make([]T, len(page.Items)), ListMeta: page.ListMeta}
-			for i, u := range page.Items {
-				if out.Items[i], err = fromUnstructured[T](u.Object); err != nil {
-					return nil, err
-				}
-			}
-			return out, nil
+			return convertPage(page, func(u *unstructured.Unstructured) (T, error) { return fromUnstructured[T](u.Object) })
 		},
 		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			w, err := lw.Watch(ctx, opts)
@@ -130,6 +125,19 @@ func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list re
 		return WithoutWatchList[T](converted), nil
 	}
 	return converted, nil
+}
+
+// convertPage returns page with each item converted by conv, or conv's
+// first error.
+func convertPage[From, To any](page *ListPage[From], conv func(From) (To, error)) (*ListPage[To], error) {
+	out := &ListPage[To]{Items: make([]To, len(page.Items)), ListMeta: page.ListMeta}
+	for i, obj := range page.Items {
+		var err error
+		if out.Items[i], err = conv(obj); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func fromUnstructured[T Object](u map[string]any) (T, error) {

@@ -184,13 +184,7 @@ func projectedListWatch[PP, TP Object](full ListerWatcher[TP], dec *wire.Decoder
 			if err != nil {
 				return nil, err
 			}
-			out := &ListPage[PP]{Items: make([]PP, len(page.Items)), ListMeta: page.ListMeta}
-			for i, obj := range page.Items {
-				if out.Items[i], err = project(obj); err != nil {
-					return nil, err
-				}
-			}
-			return out, nil
+			return convertPage(page, project)
 		},
 		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			w, err := full.Watch(ctx, opts)
