@@ -329,8 +329,7 @@ const initialEventsEnd = "k8s.io/initial-events-end"
 func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 	if o.typ == stringMapType {
 		var k, v string
-		var val []byte // the value's field, decoded once the key is known
-		valAt, valType := -1, 0
+		valAt, valType := -1, 0 // the value's field, decoded once the key is known
 		for i := 0; i < len(b); {
 			num, typ, next, err := tag(b, i)
 			if err != nil {
@@ -353,8 +352,7 @@ func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 			return nil
 		}
 		if valAt >= 0 {
-			val = b
-			if _, err := s.scalar(val, valAt, valType, unsafe.Pointer(&v), o.elem); err != nil {
+			if _, err := s.scalar(b, valAt, valType, unsafe.Pointer(&v), o.elem); err != nil {
 				return err
 			}
 		}
