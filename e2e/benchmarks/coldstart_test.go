@@ -180,8 +180,8 @@ type startFunc func(ctx context.Context) (synced func() bool, size func() int, s
 // baseline taken before the start.
 func coldStart(b *testing.B, want int, start startFunc) {
 	b.ReportAllocs()
-	var heap, cpu, allocs, bytes, peakRatio float64
-	var n int
+	var heap, peakRatio float64
+	var paid perUnit
 	for b.Loop() {
 		b.StopTimer()
 		before := heapInUse()
@@ -205,20 +205,16 @@ func coldStart(b *testing.B, want int, start startFunc) {
 		}
 		steady := heapInUse() - before
 		heap += float64(steady) / float64(objects)
-		cpu += float64(spent.cpu.Nanoseconds()) / float64(objects)
-		allocs += float64(spent.allocs) / float64(objects)
-		bytes += float64(spent.bytes) / float64(objects)
+		paid.add(spent, objects)
 		peakRatio += float64(int64(peak)-before) / float64(steady)
 		stop()
 		cancel()
-		n++
 		b.StartTimer()
 	}
-	b.ReportMetric(heap/float64(n), "B/object")
-	b.ReportMetric(cpu/float64(n), "cpu-ns/object")
-	b.ReportMetric(allocs/float64(n), "allocs/object")
-	b.ReportMetric(bytes/float64(n), "B-alloc/object")
-	b.ReportMetric(peakRatio/float64(n), "peak/steady")
+	n := float64(paid.rounds)
+	b.ReportMetric(heap/n, "B/object")
+	paid.report(b, "object")
+	b.ReportMetric(peakRatio/n, "peak/steady")
 }
 
 // heapInUse returns the bytes of live heap after a full collection.

@@ -4,6 +4,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -41,6 +42,30 @@ func costNow() processCost {
 // since returns the cost between prev and c.
 func (c processCost) since(prev processCost) processCost {
 	return processCost{cpu: c.cpu - prev.cpu, allocs: c.allocs - prev.allocs, bytes: c.bytes - prev.bytes}
+}
+
+// perUnit averages, over the rounds of a benchmark, what the process paid
+// per object or event of each round.
+type perUnit struct {
+	cpu, allocs, bytes float64
+	rounds             int
+}
+
+// add counts one round that cost c for units objects or events.
+func (p *perUnit) add(c processCost, units int) {
+	p.cpu += float64(c.cpu.Nanoseconds()) / float64(units)
+	p.allocs += float64(c.allocs) / float64(units)
+	p.bytes += float64(c.bytes) / float64(units)
+	p.rounds++
+}
+
+// report reports the averages as cpu-ns/unit, allocs/unit and
+// B-alloc/unit.
+func (p *perUnit) report(b *testing.B, unit string) {
+	n := float64(p.rounds)
+	b.ReportMetric(p.cpu/n, "cpu-ns/"+unit)
+	b.ReportMetric(p.allocs/n, "allocs/"+unit)
+	b.ReportMetric(p.bytes/n, "B-alloc/"+unit)
 }
 
 // heapSampler reads the live heap (/memory/classes/heap/objects:bytes: objects not yet freed,

@@ -142,8 +142,8 @@ func relist(b *testing.B, admin kubernetes.Interface, ns string, changed int, st
 	}
 	firstCost := costNow().since(first)
 	steady := heapInUse() - before
-	var cpu, allocs, bytes, peakRatio float64
-	var n int
+	var peakRatio float64
+	var paid perUnit
 	round := 0
 	for b.Loop() {
 		b.StopTimer()
@@ -193,16 +193,11 @@ func relist(b *testing.B, admin kubernetes.Interface, ns string, changed int, st
 		b.StopTimer()
 		spent := costNow().since(cost)
 		peak := sampler.Peak()
-		cpu += float64(spent.cpu.Nanoseconds()) / relistObjects
-		allocs += float64(spent.allocs) / relistObjects
-		bytes += float64(spent.bytes) / relistObjects
+		paid.add(spent, relistObjects)
 		peakRatio += float64(int64(peak)-before) / float64(steady)
-		n++
 		b.StartTimer()
 	}
-	b.ReportMetric(cpu/float64(n), "cpu-ns/object")
-	b.ReportMetric(allocs/float64(n), "allocs/object")
-	b.ReportMetric(bytes/float64(n), "B-alloc/object")
-	b.ReportMetric(peakRatio/float64(n), "peak/steady")
+	paid.report(b, "object")
+	b.ReportMetric(peakRatio/float64(paid.rounds), "peak/steady")
 	b.ReportMetric(float64(firstCost.bytes)/relistObjects, "first-B-alloc/object")
 }

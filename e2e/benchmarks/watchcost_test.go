@@ -105,7 +105,7 @@ func BenchmarkWatchCost(b *testing.B) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			var cpu, allocs, bytes float64
+			var paid perUnit
 			var n int
 			for b.Loop() {
 				b.StopTimer()
@@ -147,14 +147,10 @@ func BenchmarkWatchCost(b *testing.B) {
 						b.Fatalf("writer: %v", err)
 					}
 				}
-				cpu += float64(spent.cpu.Nanoseconds()) / costUpdates
-				allocs += float64(spent.allocs) / costUpdates
-				bytes += float64(spent.bytes) / costUpdates
+				paid.add(spent, costUpdates)
 				b.StartTimer()
 			}
-			b.ReportMetric(cpu/float64(n), "cpu-ns/event")
-			b.ReportMetric(allocs/float64(n), "allocs/event")
-			b.ReportMetric(bytes/float64(n), "B-alloc/event")
+			paid.report(b, "event")
 		})
 	}
 }
