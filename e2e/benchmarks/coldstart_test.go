@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/e2e/internal/kubetest"
 	"github.com/typedkube/informer/wire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,21 +107,7 @@ func typedPods(b *testing.B, cfg *rest.Config, ns string, opts informer.FactoryO
 	}
 }
 
-// podSlim is the projection BenchmarkColdStartProjection caches: what a controller that places
-// or audits Pods reads.
-type (
-	podSlim struct {
-		wire.Meta[podSlim]
-		Spec struct {
-			NodeName   string
-			Containers []containerSlim
-		}
-		Status struct{ Phase corev1.PodPhase }
-	}
-	containerSlim struct{ Name, Image string }
-)
-
-// slimPod is the transform a client-go user writes to keep the fields of podSlim.
+// slimPod is the transform a client-go user writes to keep the fields of kubetest.PodSlim.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -144,7 +131,7 @@ func slimPod(obj any) (any, error) {
 // its containers' names and images:
 //   - impl=upstream: client-go's informer with a transform keeping those fields (slimPod), as
 //     users do today;
-//   - impl=typed: informer.ForProjection[podSlim, corev1.Pod], decoding those fields straight
+//   - impl=typed: informer.ForProjection[kubetest.PodSlim, corev1.Pod], decoding those fields straight
 //     from the protobuf bytes (annotations dropped by FactoryOptions.Wire, as the transform does).
 func BenchmarkColdStartProjection(b *testing.B) {
 	cfg := benchConfig()
@@ -158,7 +145,7 @@ func BenchmarkColdStartProjection(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			inf, err := informer.ForProjection[podSlim, corev1.Pod](f)
+			inf, err := informer.ForProjection[kubetest.PodSlim, corev1.Pod](f)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -22,18 +22,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// The projections the e2e tests cache.
+// The Widget projection the e2e tests cache (the Pod one is kubetest.PodSlim).
 type (
-	podSlim struct {
-		wire.Meta[podSlim]
-		Spec struct {
-			NodeName   string
-			Containers []containerSlim
-		}
-		Status struct{ Phase corev1.PodPhase }
-	}
-	containerSlim struct{ Name, Image string }
-
 	widgetSlim struct {
 		wire.Meta[widgetSlim]
 		Spec struct{ Color string }
@@ -60,11 +50,11 @@ func TestFactoryWireTyped(t *testing.T) {
 
 // TestFactoryProjection runs ForProjection over Pods in protobuf.
 func TestFactoryProjection(t *testing.T) {
-	runCRUD(t, crudCase[*podSlim]{
+	runCRUD(t, crudCase[*kubetest.PodSlim]{
 		gvr:      podsGVR,
-		informer: fromFactory(informer.FactoryOptions{}, informer.ForProjection[podSlim, corev1.Pod]),
+		informer: fromFactory(informer.FactoryOptions{}, informer.ForProjection[kubetest.PodSlim, corev1.Pod]),
 		object:   podObject,
-		check: func(p *podSlim) error {
+		check: func(p *kubetest.PodSlim) error {
 			if len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Image != podImage || p.Labels["app"] != "e2e" || p.UID == "" {
 				return fmt.Errorf("projection %+v, want one container running %s, the label app=e2e and a UID", p, podImage)
 			}
@@ -151,7 +141,7 @@ func TestWireMatchesClientGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slim, err := informer.ForProjection[podSlim, corev1.Pod](f)
+	slim, err := informer.ForProjection[kubetest.PodSlim, corev1.Pod](f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +187,7 @@ func TestWireMatchesClientGo(t *testing.T) {
 			if d := cmp.Diff(want, got); d != "" {
 				t.Fatalf("%s: wire's Pods differ from client-go's (-client-go +wire):\n%s", round, d)
 			}
-			slices.SortFunc(gotSlim, func(a, b *podSlim) int { return strings.Compare(a.Name, b.Name) })
+			slices.SortFunc(gotSlim, func(a, b *kubetest.PodSlim) int { return strings.Compare(a.Name, b.Name) })
 			for i, p := range want {
 				if d := cmp.Diff(projectPod(p), gotSlim[i]); d != "" {
 					t.Fatalf("%s: projection of %s differs from client-go's object projected (-client-go +wire):\n%s", round, p.Name, d)
@@ -224,16 +214,16 @@ func TestWireMatchesClientGo(t *testing.T) {
 	compare("after updates", rvs)
 }
 
-// projectPod copies p's fields into a podSlim, as the projection's definition says.
-func projectPod(p *corev1.Pod) *podSlim {
-	s := &podSlim{}
+// projectPod copies p's fields into a kubetest.PodSlim, as the projection's definition says.
+func projectPod(p *corev1.Pod) *kubetest.PodSlim {
+	s := &kubetest.PodSlim{}
 	m := p.ObjectMeta
 	s.Name, s.GenerateName, s.Namespace, s.UID, s.ResourceVersion = m.Name, m.GenerateName, m.Namespace, m.UID, m.ResourceVersion
 	s.Generation, s.CreationTimestamp, s.DeletionTimestamp, s.DeletionGracePeriodSeconds = m.Generation, m.CreationTimestamp, m.DeletionTimestamp, m.DeletionGracePeriodSeconds
 	s.Labels, s.Annotations, s.OwnerReferences, s.Finalizers = m.Labels, m.Annotations, m.OwnerReferences, m.Finalizers
 	s.Spec.NodeName = p.Spec.NodeName
 	for _, c := range p.Spec.Containers {
-		s.Spec.Containers = append(s.Spec.Containers, containerSlim{c.Name, c.Image})
+		s.Spec.Containers = append(s.Spec.Containers, kubetest.ContainerSlim{Name: c.Name, Image: c.Image})
 	}
 	s.Status.Phase = p.Status.Phase
 	return s
