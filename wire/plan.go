@@ -43,8 +43,6 @@ type op struct {
 
 // plan decodes a message into a struct type.
 type plan struct {
-	typ   reflect.Type
-	name  string
 	byNum []*op // by field number; nil where the field is skipped
 }
 
@@ -97,7 +95,7 @@ func (pl *planner) build(p, t reflect.Type, path string) (*plan, error) {
 	if x := pl.plans[k]; x != nil {
 		return x, nil
 	}
-	x := &plan{typ: p, name: t.Name()}
+	x := &plan{}
 	pl.plans[k] = x // recursive types end here
 	for i := range p.NumField() {
 		pf := p.Field(i)
