@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // benchSelectorPods are benchPods with a fourth label, group, of 1,000
@@ -50,12 +51,18 @@ const benchSelectorNamespace = "ns-7"
 // in their namespace (scope=namespace) and in all (scope=all), with
 // client-go's generated PodLister (impl=upstream) and ours, which reads
 // the label index. api=slice is List; api=iterator is Select beside
-// client-go's List and a loop. impl=typed reports the label index's memory
-// per object per label (B/object/label).
+// client-go's List and a loop.
 //
-// op=add|update|delete/labelindex=off|on are our writes to an indexer with
-// a namespace and an app index, without and with the label index (as
-// BenchmarkIndexerAdd, Update and Delete).
+// op=index builds a label index over the 100k Pods: ours (AddLabelIndex)
+// and, for client-go, the index a client-go user adds to get the same
+// queries (an Indexers func with one "key=value" value per label), each
+// reporting its memory per object per label (B/object/label).
+//
+// op=add|update|delete are writes to an indexer with a namespace and an
+// app index (as BenchmarkIndexerAdd, Update and Delete), without a label
+// index (labelindex=off) and with one (labelindex=on: ours, or client-go's
+// with the "key=value" Indexers func). The cost of our label index on
+// writes is the ratio of the two typed rows.
 func BenchmarkListerSelector(b *testing.B) {
 	pods := benchSelectorPods()
 	up := newUpstreamBenchIndexer()
@@ -69,7 +76,6 @@ func BenchmarkListerSelector(b *testing.B) {
 	}
 	upLister := corev1listers.NewPodLister(up)
 	lister := Lister[*corev1.Pod]{indexer: ours, resource: corev1.Resource("pods")}
-	perLabel := labelIndexBytesPerLabel(b, pods)
 	for _, scope := range []struct{ name, ns string }{{"namespace", benchSelectorNamespace}, {"all", ""}} {
 		upNS, ourNS := upLister.Pods(scope.ns), lister.ByNamespace(scope.ns)
 		if got, _ := ourNS.List(benchSelector); len(got) != 100 {
@@ -79,7 +85,7 @@ func BenchmarkListerSelector(b *testing.B) {
 		b.Run("scope="+scope.name, func(b *testing.B) {
 			b.Run("api=slice", func(b *testing.B) {
 				run(b, "impl=upstream", func() { got, _ := upNS.List(benchSelector); n += len(got) })
-				runMetric(b, "impl=typed", perLabel, func() { got, _ := ourNS.List(benchSelector); n += len(got) })
+				run(b, "impl=typed", func() { got, _ := ourNS.List(benchSelector); n += len(got) })
 			})
 			b.Run("api=iterator", func(b *testing.B) {
 				run(b, "impl=upstream", func() {
@@ -88,7 +94,7 @@ func BenchmarkListerSelector(b *testing.B) {
 						n += len(p.Name)
 					}
 				})
-				runMetric(b, "impl=typed", perLabel, func() {
+				run(b, "impl=typed", func() {
 					for p := range ourNS.Select(benchSelector) {
 						n += len(p.Name)
 					}
@@ -97,62 +103,117 @@ func BenchmarkListerSelector(b *testing.B) {
 		})
 		benchSink += n
 	}
+	benchLabelIndexBuild(b, pods)
 	benchLabelIndexWrites(b, pods)
 }
 
-// runMetric is run, reporting the label index's bytes per object per
-// label.
-func runMetric(b *testing.B, name string, perLabel float64, f func()) {
-	b.Run(name, func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			f()
-		}
-		b.ReportMetric(perLabel, "B/object/label")
-	})
+// upstreamLabelIndex is the index a client-go user adds to answer label
+// selectors from an index: one "key=value" value per label.
+const upstreamLabelIndex = "labels"
+
+func upstreamLabelIndexFunc(obj any) ([]string, error) {
+	p := obj.(*corev1.Pod)
+	out := make([]string, 0, len(p.Labels))
+	for k, v := range p.Labels {
+		out = append(out, k+"="+v)
+	}
+	return out, nil
 }
 
-// labelIndexBytesPerLabel measures the heap a label index over pods takes,
-// per object per label. The slot ids (arena.ids and slot.id, 16 bytes an
-// object), which every Store pays, are counted as the index's.
-func labelIndexBytesPerLabel(b *testing.B, pods []*corev1.Pod) float64 {
+// labelIndexed is one side's indexer for the label index benchmarks.
+type labelIndexed struct {
+	add, update, delete func(*corev1.Pod)
+	addLabelIndex       func() error
+}
+
+func newLabelIndexed(impl string) labelIndexed {
+	if impl == "impl=upstream" {
+		x := newUpstreamBenchIndexer()
+		return labelIndexed{
+			add:    func(p *corev1.Pod) { x.Add(p) },
+			update: func(p *corev1.Pod) { x.Update(p) },
+			delete: func(p *corev1.Pod) { x.Delete(p) },
+			addLabelIndex: func() error {
+				return x.AddIndexers(cache.Indexers{upstreamLabelIndex: upstreamLabelIndexFunc})
+			},
+		}
+	}
 	x := newTypedBenchIndexer()
-	for _, p := range pods {
-		x.Add(p)
+	return labelIndexed{
+		add:           func(p *corev1.Pod) { x.Add(p) },
+		update:        func(p *corev1.Pod) { x.Update(p) },
+		delete:        func(p *corev1.Pod) { x.Delete(p) },
+		addLabelIndex: func() error { return x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]) },
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	if err := x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
-		b.Fatal(err)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+}
+
+var labelIndexImpls = []string{"impl=upstream", "impl=typed"}
+
+// benchLabelIndexBuild builds each side's label index over pods, reporting
+// the heap it takes per object per label. Our slot ids (arena.ids and
+// slot.id, 16 bytes an object), which every Store pays, are counted as the
+// index's.
+func benchLabelIndexBuild(b *testing.B, pods []*corev1.Pod) {
 	nlabels := 0
 	for _, p := range pods {
 		nlabels += len(p.Labels)
 	}
-	runtime.KeepAlive(x)
-	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)+16*int64(len(pods))) / float64(nlabels)
+	b.Run("op=index", func(b *testing.B) {
+		for _, impl := range labelIndexImpls {
+			b.Run(impl, func(b *testing.B) {
+				fill := func() labelIndexed {
+					x := newLabelIndexed(impl)
+					for _, p := range pods {
+						x.add(p)
+					}
+					return x
+				}
+				var before, after runtime.MemStats
+				x := fill()
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				if err := x.addLabelIndex(); err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				runtime.KeepAlive(x)
+				grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+				if impl == "impl=typed" {
+					grown += 16 * int64(len(pods))
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					x = fill()
+					b.StartTimer()
+					if err := x.addLabelIndex(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(grown)/float64(nlabels), "B/object/label")
+			})
+		}
+	})
 }
 
-// benchLabelIndexWrites measures our writes without and with the label
-// index, in the workloads of BenchmarkIndexerAdd, Update and Delete.
+// benchLabelIndexWrites measures each side's writes without and with a
+// label index, in the workloads of BenchmarkIndexerAdd, Update and Delete.
 func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 	updated := benchSelectorPodsUpdated()
-	newStore := func(on bool) *Indexer[*corev1.Pod] {
-		x := newTypedBenchIndexer()
+	newStore := func(impl string, on bool) labelIndexed {
+		x := newLabelIndexed(impl)
 		if on {
-			if err := x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
+			if err := x.addLabelIndex(); err != nil {
 				b.Fatal(err)
 			}
 		}
 		return x
 	}
-	fill := func(on bool) *Indexer[*corev1.Pod] {
-		x := newStore(on)
+	fill := func(impl string, on bool) labelIndexed {
+		x := newStore(impl, on)
 		for _, p := range pods {
-			x.Add(p)
+			x.add(p)
 		}
 		return x
 	}
@@ -160,57 +221,56 @@ func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 		name string
 		on   bool
 	}{{"labelindex=off", false}, {"labelindex=on", true}}
-	b.Run("op=add", func(b *testing.B) {
-		for _, m := range modes {
-			b.Run(m.name, func(b *testing.B) {
-				x := newStore(m.on)
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					if i == len(pods) {
-						b.StopTimer()
-						x, i = newStore(m.on), 0
-						b.StartTimer()
+	each := func(b *testing.B, op string, body func(b *testing.B, impl string, on bool)) {
+		b.Run(op, func(b *testing.B) {
+			for _, m := range modes {
+				b.Run(m.name, func(b *testing.B) {
+					for _, impl := range labelIndexImpls {
+						b.Run(impl, func(b *testing.B) { body(b, impl, m.on) })
 					}
-					x.Add(pods[i])
-					i++
-				}
-			})
+				})
+			}
+		})
+	}
+	each(b, "op=add", func(b *testing.B, impl string, on bool) {
+		x := newStore(impl, on)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if i == len(pods) {
+				b.StopTimer()
+				x, i = newStore(impl, on), 0
+				b.StartTimer()
+			}
+			x.add(pods[i])
+			i++
 		}
 	})
-	b.Run("op=update", func(b *testing.B) {
-		for _, m := range modes {
-			b.Run(m.name, func(b *testing.B) {
-				x := fill(m.on)
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					if i%2 == 0 {
-						x.Update(updated[i/2%len(pods)])
-					} else {
-						x.Update(pods[i/2%len(pods)])
-					}
-					i++
-				}
-			})
+	each(b, "op=update", func(b *testing.B, impl string, on bool) {
+		x := fill(impl, on)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if i%2 == 0 {
+				x.update(updated[i/2%len(pods)])
+			} else {
+				x.update(pods[i/2%len(pods)])
+			}
+			i++
 		}
 	})
-	b.Run("op=delete", func(b *testing.B) {
-		for _, m := range modes {
-			b.Run(m.name, func(b *testing.B) {
-				x := fill(m.on)
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					if i == len(pods) {
-						b.StopTimer()
-						x, i = fill(m.on), 0
-						b.StartTimer()
-					}
-					x.Delete(pods[i])
-					i++
-				}
-			})
+	each(b, "op=delete", func(b *testing.B, impl string, on bool) {
+		x := fill(impl, on)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if i == len(pods) {
+				b.StopTimer()
+				x, i = fill(impl, on), 0
+				b.StartTimer()
+			}
+			x.delete(pods[i])
+			i++
 		}
 	})
 }
