@@ -157,6 +157,8 @@ type factoryEntry struct {
 		Run(context.Context) error
 		HasSynced() bool
 		Synced() <-chan struct{}
+		SyncFailure() error
+		syncFailed() <-chan struct{}
 	}
 	shared  any           // the *shared[T] of the informer
 	started bool          // guarded by Factory.mu
@@ -308,13 +310,20 @@ func (f *Factory) usableLocked() error {
 }
 
 // WaitForCacheSync waits until every informer the factory has when it is
-// called has synced, or until ctx ends, whichever comes first. It returns,
-// by informer name (such as "v1/pods", "apps/v1/deployments" or
-// "v1/pods (metadata)"), whether each has synced. If one has not, the
-// error wraps ErrNotSynced, names those that have not, and wraps the cause:
-// ctx's cause, or the error an informer stopped with. An informer that
-// stops before it syncs is not waited for. Before Start, it returns at once
-// with ErrNotStarted.
+// called has synced, or has failed to (see ErrSyncFailed), or until ctx
+// ends, whichever comes first. It returns, by informer name (such as
+// "v1/pods", "apps/v1/deployments" or "v1/pods (metadata)"), whether each
+// has synced. If one has not, the error wraps ErrNotSynced, names those
+// that have not, and wraps the causes: the *SyncError of each informer
+// whose lists fail with an error that retrying is not expected to mend,
+// such as Forbidden (test with apierrors.IsForbidden, or errors.Is with
+// ErrSyncFailed), the error an informer stopped with, and ctx's cause.
+//
+// It does not wait for an informer that has stopped, or that has met such
+// an error: a missing permission or CRD is reported as soon as the server
+// answers, not when ctx ends. Those informers go on retrying, with backoff,
+// and may still sync; call WaitForCacheSync again to wait for them. Before
+// Start, it returns at once with ErrNotStarted.
 func (f *Factory) WaitForCacheSync(ctx context.Context) (map[string]bool, error) {
 	f.mu.Lock()
 	entries := slices.Clone(f.order)
@@ -331,6 +340,7 @@ wait:
 	for _, e := range entries {
 		select {
 		case <-e.informer.Synced():
+		case <-e.informer.syncFailed():
 		case <-e.done:
 		case <-ctx.Done():
 			break wait
@@ -352,7 +362,11 @@ wait:
 			} else {
 				causes = append(causes, fmt.Errorf("%s: %w", e.name, ErrStopped))
 			}
+			continue
 		default:
+		}
+		if err := e.informer.SyncFailure(); err != nil {
+			causes = append(causes, err)
 		}
 	}
 	if len(pending) == 0 {

@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,15 +95,22 @@ func TestFactoryForClientsFakeClientset(t *testing.T) {
 }
 
 // A reactor's error reaches the informer as the API server's would: a
-// Forbidden list keeps the cache from syncing, and WaitForCacheSync says
-// which informer did not sync.
+// Forbidden list keeps the cache from syncing, and WaitForCacheSync returns
+// as soon as the informer meets it, without waiting for its context, with
+// a *SyncError naming the informer and the Forbidden cause. The informer
+// goes on retrying and syncs once the list is allowed.
 func TestFactoryForClientsReactorError(t *testing.T) {
-	cs := fake.NewClientset()
+	cs := fake.NewClientset(factoryPod("a", "p1", "n1"))
+	var allowed atomic.Bool
 	cs.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if allowed.Load() {
+			return false, nil, nil
+		}
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no RBAC"))
 	})
 	reported := make(chan error, 1)
 	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{
+		Backoff: Backoff{Initial: 10 * time.Millisecond, Max: 20 * time.Millisecond},
 		WatchErrorHandler: func(_ context.Context, err error) {
 			select {
 			case reported <- err:
@@ -114,17 +122,70 @@ func TestFactoryForClientsReactorError(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Shutdown)
+	inf, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(t.Context())
+	// A context that outlives the test: only the failure can end the wait.
+	synced, err := f.WaitForCacheSync(context.Background())
+	var syncErr *SyncError
+	switch {
+	case !errors.Is(err, ErrNotSynced), !errors.Is(err, ErrSyncFailed), !apierrors.IsForbidden(err):
+		t.Fatalf("WaitForCacheSync = %v, want ErrNotSynced, ErrSyncFailed and Forbidden", err)
+	case !errors.As(err, &syncErr) || syncErr.Informer != "v1/pods":
+		t.Errorf("WaitForCacheSync = %v, want a *SyncError of v1/pods", err)
+	case synced["v1/pods"]:
+		t.Errorf("synced = %v, want v1/pods not synced", synced)
+	}
+	if got := inf.SyncFailure(); !apierrors.IsForbidden(got) {
+		t.Errorf("SyncFailure() = %v, want Forbidden", got)
+	}
+	if err := <-reported; !apierrors.IsForbidden(err) {
+		t.Errorf("reported %v, want Forbidden", err)
+	}
+	allowed.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for {
+		synced, err = f.WaitForCacheSync(ctx)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the last failure is reported until the retry lists
+	}
+	if err != nil || !synced["v1/pods"] {
+		t.Fatalf("after allowing the list, WaitForCacheSync = %v, %v", synced, err)
+	}
+	if got := inf.SyncFailure(); got != nil {
+		t.Errorf("SyncFailure() after sync = %v, want nil", got)
+	}
+}
+
+// Errors that pass with a retry (a 503, a refused connection, a 429, a
+// 410) do not end WaitForCacheSync early: it waits for its context.
+func TestFactoryWaitForCacheSyncTransientErrors(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("try later")
+	})
+	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{
+		Backoff:           Backoff{Initial: 10 * time.Millisecond, Max: 20 * time.Millisecond},
+		WatchErrorHandler: func(context.Context, error) {},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Shutdown)
 	if _, err := For[*corev1.Pod](f); err != nil {
 		t.Fatal(err)
 	}
 	f.Start(t.Context())
-	if err := <-reported; !apierrors.IsForbidden(err) {
-		t.Errorf("reported %v, want Forbidden", err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if _, err := f.WaitForCacheSync(ctx); !errors.Is(err, ErrNotSynced) {
-		t.Errorf("WaitForCacheSync = %v, want ErrNotSynced", err)
+	ctx, cancel := context.WithTimeoutCause(t.Context(), 300*time.Millisecond, errors.New("test deadline"))
+	defer cancel()
+	_, err = f.WaitForCacheSync(ctx)
+	if !errors.Is(err, ErrNotSynced) || errors.Is(err, ErrSyncFailed) || !strings.Contains(err.Error(), "test deadline") {
+		t.Errorf("WaitForCacheSync = %v, want ErrNotSynced with the context's cause only", err)
 	}
 }
 

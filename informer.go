@@ -120,6 +120,8 @@ type SharedIndexInformer[T Object] struct {
 	resyncMu sync.Mutex // guards the resync schedules of the listeners
 
 	synced chan struct{} // closed once the initial list is in the cache
+
+	failure *syncFailure // what keeps the informer from syncing
 }
 
 // NewSharedIndexInformer returns an informer for the objects lw lists and
@@ -172,6 +174,7 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 		watchErrorHandler: opts.Reflector.WatchErrorHandler,
 		checkPeriod:       opts.DefaultResyncPeriod,
 		synced:            make(chan struct{}),
+		failure:           newSyncFailure(),
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
@@ -370,7 +373,14 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	ropts.Name = s.opts.Name
 	ropts.ResyncPeriod = s.checkPeriod
 	ropts.ShouldResync = s.shouldResync
-	ropts.WatchErrorHandler = s.watchErrorHandler
+	onError := s.watchErrorHandler
+	if onError == nil {
+		onError = DefaultWatchErrorHandler
+	}
+	ropts.WatchErrorHandler = func(ctx context.Context, err error) {
+		s.failure.note(s.opts.Name, s.HasSynced(), err)
+		onError(ctx, err)
+	}
 	ropts.Clock = s.clock
 	var store ReflectorStore[T]
 	var process func(context.Context)

@@ -1,0 +1,123 @@
+package informer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/typedkube/informer/wire"
+)
+
+// ErrSyncFailed reports an informer whose initial list failed with an
+// error that retrying is not expected to mend: the server refused it
+// (Forbidden, Unauthorized), no longer serves the resource (NotFound, as
+// for a deleted CRD), refused the request (BadRequest, Invalid, such as a
+// malformed selector, NotAcceptable, UnsupportedMediaType,
+// MethodNotSupported), or sent what cannot be decoded. It is wrapped in a
+// *SyncError.
+var ErrSyncFailed = errors.New("informer: sync failed")
+
+// SyncError is what an informer that has not synced met last: the cause,
+// which errors.Is and errors.As see (so apierrors.IsForbidden(err) works),
+// and ErrSyncFailed. The informer goes on retrying with backoff; it may
+// still sync if the cause goes away (RBAC granted, CRD installed).
+type SyncError struct {
+	Informer string // the informer's name, such as "v1/pods"
+	Err      error
+}
+
+// Error names the informer and the cause.
+func (e *SyncError) Error() string {
+	return fmt.Sprintf("informer: %s cannot sync: %v", e.Informer, e.Err)
+}
+
+// Unwrap returns ErrSyncFailed and the cause.
+func (e *SyncError) Unwrap() []error { return []error{ErrSyncFailed, e.Err} }
+
+// syncFailure records the errors that keep an informer from syncing.
+type syncFailure struct {
+	mu     sync.Mutex
+	err    *SyncError
+	failed chan struct{} // closed when err is first set
+}
+
+func newSyncFailure() *syncFailure { return &syncFailure{failed: make(chan struct{})} }
+
+// note records err if it is a cause ErrSyncFailed describes and the
+// informer has not synced.
+func (f *syncFailure) note(name string, synced bool, err error) {
+	if synced || !isSyncFailure(err) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		close(f.failed)
+	}
+	f.err = &SyncError{Informer: name, Err: err}
+}
+
+// get returns the last recorded error, if the informer has not synced.
+func (f *syncFailure) get(synced bool) error {
+	if synced {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		return nil
+	}
+	return f.err
+}
+
+// isSyncFailure reports whether err, met by a Reflector, is one that
+// retrying is not expected to mend (see ErrSyncFailed). Network errors,
+// timeouts, throttling, server errors, 410s and the ends of a watch are
+// not: the Reflector retries those, and they usually pass.
+func isSyncFailure(err error) bool {
+	var skipped *EventError
+	switch {
+	case err == nil,
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		isExpiredError(err), isRetriableWatchError(err),
+		errors.Is(err, ErrWatchListFallback), errors.Is(err, ErrContinueExpired),
+		errors.Is(err, ErrVeryShortWatch), errors.Is(err, ErrNoInitialEventsEnd):
+		return false
+	case errors.As(err, &skipped) && skipped.Type != watch.Error:
+		// One event stepped over; the Reflector goes on.
+		return false
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsNotFound(err),
+		apierrors.IsBadRequest(err), apierrors.IsInvalid(err), apierrors.IsNotAcceptable(err),
+		apierrors.IsUnsupportedMediaType(err), apierrors.IsMethodNotSupported(err):
+		return true
+	}
+	return isDecodeError(err)
+}
+
+// isDecodeError reports an error of decoding a response: package wire's,
+// the scheme's, JSON's, or an object of the wrong type.
+func isDecodeError(err error) bool {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	return errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrTruncated) ||
+		errors.Is(err, ErrUnexpectedObject) ||
+		runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) || runtime.IsMissingVersion(err) ||
+		errors.As(err, &syntax) || errors.As(err, &typeErr)
+}
+
+// SyncFailure returns, until the informer has synced, a *SyncError with
+// the last error of its lists and watches that retrying is not expected to
+// mend (see ErrSyncFailed), or nil if it met none. Once synced, nil.
+func (s *SharedIndexInformer[T]) SyncFailure() error { return s.failure.get(s.HasSynced()) }
+
+// syncFailed returns a channel closed when the informer first records a
+// SyncFailure.
+func (s *SharedIndexInformer[T]) syncFailed() <-chan struct{} { return s.failure.failed }
