@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,15 +56,30 @@ var (
 // field documents its default.
 type FactoryOptions struct {
 	// Namespace limits the informers of namespaced resources to one
-	// namespace; ForOptions.Namespace overrides it per type. Informers of
-	// cluster-scoped resources ignore it. Default "" (metav1.NamespaceAll):
-	// every namespace.
+	// namespace; ForOptions.Namespace and Namespaces override it per type.
+	// Informers of cluster-scoped resources ignore it. Default ""
+	// (metav1.NamespaceAll): every namespace.
 	Namespace string
+	// Namespaces, instead of Namespace, makes each informer of a
+	// namespaced resource cache these namespaces (see
+	// ForOptions.Namespaces), unless its ForOptions name others. The names
+	// must be distinct and not empty. Default: none.
+	Namespaces []string
 	// TweakListOptions, if set, edits the options of every LIST and WATCH
 	// request of every informer, for example to set a label or field
 	// selector. It is called from the informers' goroutines, concurrently.
 	// Default: none.
 	TweakListOptions func(*metav1.ListOptions)
+	// DefaultTransform rewrites each object before it is cached, in every
+	// informer made without ForOptions.Transform, for example to drop
+	// managedFields (see SharedIndexInformerOptions.Transform). It has the
+	// signature of client-go's cache.TransformFunc, and gets and must
+	// return an object of the informer's Go type, such as a *corev1.Pod;
+	// anything else is a *TransformError wrapping ErrUnexpectedObject,
+	// handled as any transform's error (the list or event it came with is
+	// refused and reported). It is called from the informers' goroutines,
+	// concurrently. Default: none.
+	DefaultTransform func(obj any) (any, error)
 	// DefaultResync is the resync period of the informers made without
 	// ForOptions.ResyncPeriod (see SharedIndexInformerOptions.
 	// DefaultResyncPeriod). Default 0: no resync.
@@ -158,12 +174,15 @@ type factoryEntry struct {
 		HasSynced() bool
 		Synced() <-chan struct{}
 		SyncFailure() error
-		syncFailed() <-chan struct{}
+		syncFailures() (uint64, <-chan struct{})
 	}
 	shared  any           // the *shared[T] of the informer
 	started bool          // guarded by Factory.mu
 	done    chan struct{} // closed when Run has returned
 	err     error         // what Run returned; read after done is closed
+	// reported counts the SyncFailures WaitForCacheSync has returned: a
+	// later call waits for a newer one.
+	reported atomic.Uint64
 }
 
 // NewFactory returns a Factory making informers that list and watch through
@@ -213,6 +232,13 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 
 // validateFactoryOptions checks opts and fills in its defaults.
 func validateFactoryOptions(opts *FactoryOptions) error {
+	if opts.Namespace != "" && len(opts.Namespaces) > 0 {
+		return fmt.Errorf("%w: both Namespace and Namespaces", ErrInvalidOptions)
+	}
+	if err := checkNamespaces(opts.Namespaces); err != nil {
+		return err
+	}
+	opts.Namespaces = slices.Clone(opts.Namespaces)
 	if opts.DefaultResync < 0 {
 		return fmt.Errorf("%w: negative DefaultResync %v", ErrInvalidOptions, opts.DefaultResync)
 	}
@@ -320,9 +346,10 @@ func (f *Factory) usableLocked() error {
 // ErrSyncFailed), the error an informer stopped with, and ctx's cause.
 //
 // It does not wait for an informer that has stopped, or that has met such
-// an error: a missing permission or CRD is reported as soon as the server
-// answers, not when ctx ends. Those informers go on retrying, with backoff,
-// and may still sync; call WaitForCacheSync again to wait for them. Before
+// an error since an earlier WaitForCacheSync returned: a missing
+// permission or CRD is reported as soon as the server answers, not when
+// ctx ends. Those informers go on retrying, with backoff, and may still
+// sync; a later call waits for them until they sync or fail again. Before
 // Start, it returns at once with ErrNotStarted.
 func (f *Factory) WaitForCacheSync(ctx context.Context) (map[string]bool, error) {
 	f.mu.Lock()
@@ -338,9 +365,13 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) (map[string]bool, error)
 	}
 wait:
 	for _, e := range entries {
+		gen, next := e.informer.syncFailures()
+		if gen > e.reported.Load() {
+			continue // a failure not reported yet
+		}
 		select {
 		case <-e.informer.Synced():
-		case <-e.informer.syncFailed():
+		case <-next:
 		case <-e.done:
 		case <-ctx.Done():
 			break wait
@@ -365,8 +396,10 @@ wait:
 			continue
 		default:
 		}
+		gen, _ := e.informer.syncFailures()
 		if err := e.informer.SyncFailure(); err != nil {
 			causes = append(causes, err)
+			e.reported.Store(gen)
 		}
 	}
 	if len(pending) == 0 {

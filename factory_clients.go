@@ -72,11 +72,11 @@ func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory
 // clientListWatchFor returns the ListerWatcher of For[T] in a factory made
 // by NewFactoryForClients: T's typed client in Kube, or else the dynamic
 // client converting from unstructured objects.
-func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, namespace string) (ListerWatcher[T], error) {
+func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, sc scope) (ListerWatcher[T], error) {
 	if f.clients.Kube != nil {
 		m := &typedClientMapper{clients: f.clients.Kube, scheme: f.opts.Scheme}
 		if c, ok := m.clientFor(reflect.TypeFor[T]().Elem()); ok {
-			lw, err := newReflectedListWatch[T](c.get(namespace), list, f.opts.TweakListOptions)
+			lw, err := newReflectedListWatch[T](c.get(sc.namespace), list, sc.tweak)
 			if err != nil {
 				return nil, err
 			}
@@ -91,10 +91,10 @@ func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list re
 		return nil, fmt.Errorf("%w: %T has no typed client in FactoryClients.Kube, and FactoryClients.Dynamic is nil", ErrInvalidOptions, zero)
 	}
 	var c dynamic.ResourceInterface = f.clients.Dynamic.Resource(mapping.Resource)
-	if namespace != "" {
-		c = f.clients.Dynamic.Resource(mapping.Resource).Namespace(namespace)
+	if sc.namespace != "" {
+		c = f.clients.Dynamic.Resource(mapping.Resource).Namespace(sc.namespace)
 	}
-	lw := ListWatchFromDynamic(c, f.opts.TweakListOptions)
+	lw := ListWatchFromDynamic(c, sc.tweak)
 	converted := ListWatchFuncs[T]{
 		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
 			page, err := lw.List(ctx, opts)

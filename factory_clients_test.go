@@ -152,7 +152,7 @@ func TestFactoryForClientsReactorError(t *testing.T) {
 		if err == nil || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(10 * time.Millisecond) // the last failure is reported until the retry lists
+		// A retry failed before the list was allowed: wait for the next.
 	}
 	if err != nil || !synced["v1/pods"] {
 		t.Fatalf("after allowing the list, WaitForCacheSync = %v, %v", synced, err)

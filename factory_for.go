@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/typedkube/informer/wire"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -29,9 +30,29 @@ import (
 // ignores them. What agrees is said for each field.
 type ForOptions[T Object] struct {
 	// Namespace limits a namespaced resource to one namespace. Default:
-	// FactoryOptions.Namespace. Later calls must resolve to the same
-	// namespace. It is an error for a cluster-scoped resource.
+	// FactoryOptions.Namespaces or FactoryOptions.Namespace. Later calls
+	// must resolve to the same namespaces. It is an error for a
+	// cluster-scoped resource, and with Namespaces.
 	Namespace string
+	// Namespaces makes one informer cache several namespaces of a
+	// namespaced resource: it lists and watches each of them (see
+	// MultiNamespaceListWatch), and its Lister reads them all, or one with
+	// ByNamespace. It needs no permission beyond those namespaces. Default:
+	// as for Namespace. Later calls must resolve to the same set, in any
+	// order. The names must be distinct and not empty.
+	Namespaces []string
+	// LabelSelector and FieldSelector restrict the objects the informer
+	// lists and watches, such as "app=web" or "spec.nodeName=node-1". They
+	// are added (ANDed) to any selector FactoryOptions.TweakListOptions
+	// sets. Default: none. On a later call, "" takes the informer's; any
+	// other value must select the same (compared after parsing).
+	LabelSelector, FieldSelector string
+	// TweakListOptions edits the options of the informer's LIST and WATCH
+	// requests, after FactoryOptions.TweakListOptions and the selectors
+	// have. It is called from the informer's goroutines. Default: none. On
+	// a later call, nil takes the informer's; any other value must be the
+	// very same function value (as for Transform).
+	TweakListOptions func(*metav1.ListOptions)
 	// ResyncPeriod is the informer's default resync period for its
 	// handlers (SharedIndexInformerOptions.DefaultResyncPeriod). Default:
 	// FactoryOptions.DefaultResync. On a later call, 0 takes the
@@ -62,9 +83,13 @@ type shared[T Object] struct {
 	informer   *SharedIndexInformer[T]
 	name       string
 	namespaced bool
-	namespace  string
-	resync     time.Duration
-	transform  TransformFunc[T]
+	// namespaces are the namespaces it watches, sorted: {""} for all (or
+	// a cluster-scoped resource), one, or several.
+	namespaces                   []string
+	labelSelector, fieldSelector string                    // normalized; "" for none
+	tweak                        func(*metav1.ListOptions) // ForOptions.TweakListOptions
+	resync                       time.Duration
+	transform                    TransformFunc[T] // ForOptions.Transform, not the factory's default
 }
 
 // For returns the factory's shared informer of T, such as *corev1.Pod,
@@ -89,6 +114,13 @@ type shared[T Object] struct {
 // contact no server. It does not start the informer: Factory.Start does,
 // or did. Do not call the informer's Run: the factory runs it.
 func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], error) {
+	return ForContext(context.Background(), f, opts...)
+}
+
+// ForContext is For, with discovery bounded by ctx as well as by the
+// factory's life: when ctx ends first, it returns an error wrapping ctx's
+// cause, and makes no informer.
+func ForContext[T Object](ctx context.Context, f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], error) {
 	o, err := forOptions(f, opts)
 	if err != nil {
 		return nil, err
@@ -97,26 +129,29 @@ func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], 
 	if inf, found, err := existingFor(f, typ, o); found {
 		return inf, err
 	}
-	s, mapping, list, err := sharedFor[T](f, o, resourceName)
+	s, mapping, list, err := sharedFor[T](ctx, f, o, resourceName)
 	if err != nil {
 		return nil, err
 	}
-	var lw ListerWatcher[T]
 	holder := new(atomic.Pointer[SharedIndexInformer[T]])
-	switch {
-	case f.clients != nil:
-		lw, err = clientListWatchFor[T](f, mapping, list, s.namespace)
-	case f.opts.Decoding == DecodeWire:
-		if dec, derr := wire.NewDecoder[T, T](f.opts.Wire); derr == nil {
-			_, protobuf := any(*new(T)).(protobufDecodable)
-			lw, err = newWireListWatch(f, mapping, s.namespace, protobuf, dec, holder, o.Transform == nil)
-		} else {
+	reuse := transformFor(f, o) == nil
+	var dec *wire.Decoder[T]
+	if f.clients == nil && f.opts.Decoding == DecodeWire {
+		var derr error
+		if dec, derr = wire.NewDecoder[T, T](f.opts.Wire); derr != nil {
 			f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", typ.String(), "reason", derr.Error())
-			lw, err = newRESTListWatch[T](f, mapping, list, s.namespace)
 		}
-	default:
-		lw, err = newRESTListWatch[T](f, mapping, list, s.namespace)
 	}
+	lw, err := scopedListWatch(f, s, func(sc scope) (ListerWatcher[T], error) {
+		switch {
+		case f.clients != nil:
+			return clientListWatchFor[T](f, mapping, list, sc)
+		case dec != nil:
+			_, protobuf := any(*new(T)).(protobufDecodable)
+			return orNil(newWireListWatch(f, mapping, sc, protobuf, dec, holder, reuse))
+		}
+		return orNil(newRESTListWatch[T](f, mapping, list, sc))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -145,20 +180,17 @@ func existingFor[T Object](f *Factory, typ reflect.Type, o ForOptions[T]) (inf *
 // encodes, T itself for For) and returns the shared entry of an informer of
 // it named by name, in the namespace o asks for, with the mapping and the
 // Go type of K's list kind.
-func sharedFor[K, T Object](f *Factory, o ForOptions[T], name func(schema.GroupVersionResource) string) (*shared[T], *meta.RESTMapping, reflect.Type, error) {
+func sharedFor[K, T Object](ctx context.Context, f *Factory, o ForOptions[T], name func(schema.GroupVersionResource) string) (*shared[T], *meta.RESTMapping, reflect.Type, error) {
 	gvk, list, err := kindOf[K](f.opts.Scheme)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	mapping, err := f.restMapping(gvk)
+	mapping, err := f.restMapping(ctx, gvk)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	s := &shared[T]{
-		name:       name(mapping.Resource),
-		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
-	}
-	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
+	s, err := newShared(f, name(mapping.Resource), mapping, o)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	return s, mapping, list, nil
@@ -183,12 +215,12 @@ func ForUnstructured(f *Factory, gvr schema.GroupVersionResource, opts ...ForOpt
 	if f != nil && f.dynamic == nil {
 		return nil, fmt.Errorf("%w: ForUnstructured needs FactoryClients.Dynamic", ErrInvalidOptions)
 	}
-	return forResource(f, gvr, "unstructured", opts, func(gvr schema.GroupVersionResource, ns string) ListerWatcher[*unstructured.Unstructured] {
+	return forResource(f, gvr, "unstructured", opts, func(gvr schema.GroupVersionResource, sc scope) ListerWatcher[*unstructured.Unstructured] {
 		var c dynamic.ResourceInterface = f.dynamic.Resource(gvr)
-		if ns != "" {
-			c = f.dynamic.Resource(gvr).Namespace(ns)
+		if sc.namespace != "" {
+			c = f.dynamic.Resource(gvr).Namespace(sc.namespace)
 		}
-		lw := ListWatchFromDynamic(c, f.opts.TweakListOptions)
+		lw := ListWatchFromDynamic(c, sc.tweak)
 		if watchListUnsupported(f.dynamic) { // the client carries client-go's marker, not its resources
 			return WithoutWatchList(lw)
 		}
@@ -205,12 +237,12 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions
 	if f != nil && f.metadata == nil {
 		return nil, fmt.Errorf("%w: ForMetadata needs FactoryClients.Metadata", ErrInvalidOptions)
 	}
-	return forResource(f, gvr, "metadata", opts, func(gvr schema.GroupVersionResource, ns string) ListerWatcher[*metav1.PartialObjectMetadata] {
+	return forResource(f, gvr, "metadata", opts, func(gvr schema.GroupVersionResource, sc scope) ListerWatcher[*metav1.PartialObjectMetadata] {
 		var c metadata.ResourceInterface = f.metadata.Resource(gvr)
-		if ns != "" {
-			c = f.metadata.Resource(gvr).Namespace(ns)
+		if sc.namespace != "" {
+			c = f.metadata.Resource(gvr).Namespace(sc.namespace)
 		}
-		lw := ListWatchFromMetadata(c, f.opts.TweakListOptions)
+		lw := ListWatchFromMetadata(c, sc.tweak)
 		if watchListUnsupported(f.metadata) {
 			return WithoutWatchList(lw)
 		}
@@ -220,10 +252,10 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions
 
 // forResource is ForUnstructured and ForMetadata: the informer of kind
 // flavor for gvr, listing and watching with the ListerWatcher newLW makes
-// for the resource, as the RESTMapper names it, and a namespace ("" for
-// all, or cluster-scoped).
+// for the resource, as the RESTMapper names it, and a scope (its namespace
+// is "" for all, or cluster-scoped).
 func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor string, opts []ForOptions[T],
-	newLW func(gvr schema.GroupVersionResource, namespace string) ListerWatcher[T]) (*SharedIndexInformer[T], error) {
+	newLW func(gvr schema.GroupVersionResource, sc scope) ListerWatcher[T]) (*SharedIndexInformer[T], error) {
 	o, err := forOptions(f, opts)
 	if err != nil {
 		return nil, err
@@ -243,7 +275,7 @@ func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor s
 	}
 
 	var mapping *meta.RESTMapping
-	err = f.discover(resourceName(gvr), func(ctx context.Context) error {
+	err = f.discover(context.Background(), resourceName(gvr), func(ctx context.Context) error {
 		gvk, err := f.mapper.KindForWithContext(ctx, gvr)
 		if err != nil {
 			return err
@@ -255,14 +287,15 @@ func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor s
 		return nil, err
 	}
 	gvr = mapping.Resource // canonical, if gvr named it otherwise
-	s := &shared[T]{
-		name:       flavoredName(gvr, flavor),
-		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
-	}
-	if s.namespace, err = f.namespace(s.name, s.namespaced, o.Namespace); err != nil {
+	s, err := newShared(f, flavoredName(gvr, flavor), mapping, o)
+	if err != nil {
 		return nil, err
 	}
-	return register(f, s, nil, gvr, newLW(gvr, s.namespace), o)
+	lw, err := scopedListWatch(f, s, func(sc scope) (ListerWatcher[T], error) { return newLW(gvr, sc), nil })
+	if err != nil {
+		return nil, err
+	}
+	return register(f, s, nil, gvr, lw, o)
 }
 
 // forOptions checks the factory and returns the one ForOptions of opts,
@@ -284,6 +317,16 @@ func forOptions[T Object](f *Factory, opts []ForOptions[T]) (ForOptions[T], erro
 		if fn == nil {
 			return o, fmt.Errorf("%w: nil IndexFunc for index %q", ErrInvalidOptions, name)
 		}
+	}
+	if o.Namespace != "" && len(o.Namespaces) > 0 {
+		return o, fmt.Errorf("%w: both Namespace and Namespaces", ErrInvalidOptions)
+	}
+	if err := checkNamespaces(o.Namespaces); err != nil {
+		return o, err
+	}
+	var err error
+	if o.LabelSelector, o.FieldSelector, err = normalizeSelectors(o.LabelSelector, o.FieldSelector); err != nil {
+		return o, err
 	}
 	return o, nil
 }
@@ -311,7 +354,7 @@ func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.G
 		Resource:            gvr.GroupResource(),
 		Indexers:            o.Indexers,
 		DefaultResyncPeriod: s.resync,
-		Transform:           o.Transform,
+		Transform:           transformFor(f, o),
 		Queue:               f.opts.Informer.Queue,
 		Reflector:           f.opts.Informer.Reflector,
 		HandlerPanic:        f.opts.Informer.HandlerPanic,
@@ -342,12 +385,21 @@ func join[T Object](f *Factory, e *factoryEntry, o ForOptions[T]) (*SharedIndexI
 		var zero T
 		return nil, fmt.Errorf("%w: %s has an informer of another Go type than %T", ErrOptionsConflict, e.name, zero)
 	}
-	ns, err := f.namespace(s.name, s.namespaced, o.Namespace)
+	ns, err := f.namespaces(s.name, s.namespaced, o)
 	if err != nil {
 		return nil, err
 	}
-	if ns != s.namespace {
-		return nil, fmt.Errorf("%w: %s watches %s, not %s", ErrOptionsConflict, s.name, namespaceText(s.namespace), namespaceText(ns))
+	if !slices.Equal(ns, s.namespaces) {
+		return nil, fmt.Errorf("%w: %s watches %s, not %s", ErrOptionsConflict, s.name, namespaceText(s.namespaces), namespaceText(ns))
+	}
+	if o.LabelSelector != "" && o.LabelSelector != s.labelSelector {
+		return nil, fmt.Errorf("%w: %s selects labels %q, not %q", ErrOptionsConflict, s.name, s.labelSelector, o.LabelSelector)
+	}
+	if o.FieldSelector != "" && o.FieldSelector != s.fieldSelector {
+		return nil, fmt.Errorf("%w: %s selects fields %q, not %q", ErrOptionsConflict, s.name, s.fieldSelector, o.FieldSelector)
+	}
+	if o.TweakListOptions != nil && (s.tweak == nil || !sameFuncValue(o.TweakListOptions, s.tweak)) {
+		return nil, fmt.Errorf("%w: %s was made with another TweakListOptions, or none", ErrOptionsConflict, s.name)
 	}
 	if o.ResyncPeriod != 0 && o.ResyncPeriod != s.resync {
 		return nil, fmt.Errorf("%w: %s resyncs every %v, not %v (a handler may have its own period: HandlerOptions.ResyncPeriod)",
@@ -431,27 +483,6 @@ func sameFunc[F ~func(A) (R, error), A, R any](a, b F) bool {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
-// namespace resolves the namespace that the informer of s watches when
-// asked for requested.
-func (f *Factory) namespace(name string, namespaced bool, requested string) (string, error) {
-	switch {
-	case !namespaced && requested != "":
-		return "", fmt.Errorf("%w: %s is cluster-scoped: Namespace %q does not apply", ErrInvalidOptions, name, requested)
-	case !namespaced:
-		return "", nil
-	case requested != "":
-		return requested, nil
-	}
-	return f.opts.Namespace, nil
-}
-
-func namespaceText(ns string) string {
-	if ns == "" {
-		return "every namespace"
-	}
-	return fmt.Sprintf("namespace %q", ns)
-}
-
 // resourceName names the informer of For for gvr: "v1/pods",
 // "apps/v1/deployments".
 func resourceName(gvr schema.GroupVersionResource) string {
@@ -497,9 +528,9 @@ func kindOf[T Object](scheme *runtime.Scheme) (schema.GroupVersionKind, reflect.
 }
 
 // restMapping maps gvk to its resource and scope.
-func (f *Factory) restMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+func (f *Factory) restMapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	var mapping *meta.RESTMapping
-	err := f.discover(gvk.GroupVersion().String()+"/"+gvk.Kind, func(ctx context.Context) error {
+	err := f.discover(ctx, gvk.GroupVersion().String()+"/"+gvk.Kind, func(ctx context.Context) error {
 		var err error
 		mapping, err = f.mapper.RESTMappingWithContext(ctx, gvk.GroupKind(), gvk.Version)
 		return err
@@ -509,13 +540,18 @@ func (f *Factory) restMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, e
 
 // discover runs lookup, a RESTMapper query about what, and, if the mapper
 // knew no match, resets the mapper, if it can be, and runs lookup again.
-func (f *Factory) discover(what string, lookup func(ctx context.Context) error) error {
-	err := lookup(f.ctx)
-	if meta.IsNoMatchError(err) {
+// It gives up when ctx or the factory's context ends.
+func (f *Factory) discover(ctx context.Context, what string, lookup func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(f.ctx, func() { cancel(ErrFactoryStopped) })
+	defer stop()
+	err := lookup(ctx)
+	if meta.IsNoMatchError(err) && ctx.Err() == nil {
 		if f.resetMapper != nil {
 			f.opts.Logger.V(4).Info("Discovering again: no match", "resource", what)
-			f.resetMapper(f.ctx)
-			err = lookup(f.ctx)
+			f.resetMapper(ctx)
+			err = lookup(ctx)
 		}
 	}
 	switch {
@@ -523,6 +559,8 @@ func (f *Factory) discover(what string, lookup func(ctx context.Context) error) 
 		return nil
 	case f.ctx.Err() != nil:
 		return fmt.Errorf("%w: shut down during discovery of %s", ErrFactoryStopped, what)
+	case ctx.Err() != nil:
+		return fmt.Errorf("informer: discover %s: %w", what, context.Cause(ctx))
 	case meta.IsNoMatchError(err):
 		return fmt.Errorf("%w: %s: %w", ErrUnknownResource, what, err)
 	}

@@ -32,8 +32,8 @@ type restListWatch[T Object] struct {
 }
 
 // newRESTListWatch returns the ListerWatcher of For: the resource of
-// mapping, in namespace, with list the Go type of its list kind.
-func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, namespace string) (*restListWatch[T], error) {
+// mapping, in sc, with list the Go type of its list kind.
+func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, sc scope) (*restListWatch[T], error) {
 	items, err := itemsOf[T](list)
 	if err != nil {
 		return nil, err
@@ -47,8 +47,8 @@ func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list refl
 	return &restListWatch[T]{
 		client:    client,
 		resource:  mapping.Resource.Resource,
-		namespace: namespace,
-		tweak:     f.opts.TweakListOptions,
+		namespace: sc.namespace,
+		tweak:     sc.tweak,
 		newList:   func() runtime.Object { return reflect.New(list.Elem()).Interface().(runtime.Object) },
 		items:     items,
 	}, nil

@@ -60,12 +60,12 @@ func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return fals
 // newWireListWatch returns a ListerWatcher of mapping's resource in
 // namespace decoding with dec. When reuse is true, it asks the informer
 // that holder will hold for the cached object before decoding one.
-func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, namespace string, protobuf bool, dec *wire.Decoder[T], holder *atomic.Pointer[SharedIndexInformer[T]], reuse bool) (*wireListWatch[T], error) {
+func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope, protobuf bool, dec *wire.Decoder[T], holder *atomic.Pointer[SharedIndexInformer[T]], reuse bool) (*wireListWatch[T], error) {
 	client, err := f.restClient(mapping, protobuf)
 	if err != nil {
 		return nil, err
 	}
-	opts := wire.SourceOptions[T]{Protobuf: protobuf, Tweak: f.opts.TweakListOptions}
+	opts := wire.SourceOptions[T]{Protobuf: protobuf, Tweak: sc.tweak}
 	if protobuf {
 		// As for client-go's typed clients: the config's content types
 		// apply as given when it sets them.
@@ -91,7 +91,7 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, namespace
 			return obj, true
 		}
 	}
-	return &wireListWatch[T]{src: wire.NewSource(client, mapping.Resource.Resource, namespace, dec, opts)}, nil
+	return &wireListWatch[T]{src: wire.NewSource(client, mapping.Resource.Resource, sc.namespace, dec, opts)}, nil
 }
 
 // ForProjection returns the factory's shared informer of projections PP
@@ -140,25 +140,27 @@ func ForProjection[P, T any, PP interface {
 	if err != nil {
 		return nil, fmt.Errorf("informer: projection %v of %v: %w", reflect.TypeFor[P](), reflect.TypeFor[T](), err)
 	}
-	s, mapping, list, err := sharedFor[TP](f, o, func(gvr schema.GroupVersionResource) string {
+	s, mapping, list, err := sharedFor[TP](context.Background(), f, o, func(gvr schema.GroupVersionResource) string {
 		return flavoredName(gvr, reflect.TypeFor[P]().Name())
 	})
 	if err != nil {
 		return nil, err
 	}
-	var lw ListerWatcher[PP]
 	holder := new(atomic.Pointer[SharedIndexInformer[PP]])
-	if f.clients != nil {
-		full, err := clientListWatchFor[TP](f, mapping, list, s.namespace)
-		if err != nil {
-			return nil, err
+	reuse := transformFor(f, o) == nil
+	lw, err := scopedListWatch(f, s, func(sc scope) (ListerWatcher[PP], error) {
+		if f.clients != nil {
+			full, err := clientListWatchFor[TP](f, mapping, list, sc)
+			if err != nil {
+				return nil, err
+			}
+			return projectedListWatch(full, dec), nil
 		}
-		lw = projectedListWatch(full, dec)
-	} else {
 		_, protobuf := any(TP(nil)).(protobufDecodable)
-		if lw, err = newWireListWatch(f, mapping, s.namespace, protobuf, dec, holder, o.Transform == nil); err != nil {
-			return nil, err
-		}
+		return orNil(newWireListWatch(f, mapping, sc, protobuf, dec, holder, reuse))
+	})
+	if err != nil {
+		return nil, err
 	}
 	return registerHeld(f, s, typ, mapping, lw, o, holder)
 }

@@ -43,12 +43,13 @@ func (e *SyncError) Unwrap() []error { return []error{ErrSyncFailed, e.Err} }
 
 // syncFailure records the errors that keep an informer from syncing.
 type syncFailure struct {
-	mu     sync.Mutex
-	err    *SyncError
-	failed chan struct{} // closed when err is first set
+	mu   sync.Mutex
+	err  *SyncError
+	gen  uint64        // how many errors were recorded
+	next chan struct{} // closed when the next one is
 }
 
-func newSyncFailure() *syncFailure { return &syncFailure{failed: make(chan struct{})} }
+func newSyncFailure() *syncFailure { return &syncFailure{next: make(chan struct{})} }
 
 // note records err if it is a cause ErrSyncFailed describes and the
 // informer has not synced.
@@ -58,10 +59,10 @@ func (f *syncFailure) note(name string, synced bool, err error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.err == nil {
-		close(f.failed)
-	}
 	f.err = &SyncError{Informer: name, Err: err}
+	f.gen++
+	close(f.next)
+	f.next = make(chan struct{})
 }
 
 // get returns the last recorded error, if the informer has not synced.
@@ -75,6 +76,14 @@ func (f *syncFailure) get(synced bool) error {
 		return nil
 	}
 	return f.err
+}
+
+// state returns how many errors were recorded, and a channel closed when
+// the next one is.
+func (f *syncFailure) state() (uint64, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gen, f.next
 }
 
 // isSyncFailure reports whether err, met by a Reflector, is one that
@@ -118,6 +127,6 @@ func isDecodeError(err error) bool {
 // mend (see ErrSyncFailed), or nil if it met none. Once synced, nil.
 func (s *SharedIndexInformer[T]) SyncFailure() error { return s.failure.get(s.HasSynced()) }
 
-// syncFailed returns a channel closed when the informer first records a
-// SyncFailure.
-func (s *SharedIndexInformer[T]) syncFailed() <-chan struct{} { return s.failure.failed }
+// syncFailures returns how many SyncFailures the informer has recorded,
+// and a channel closed when it records the next.
+func (s *SharedIndexInformer[T]) syncFailures() (uint64, <-chan struct{}) { return s.failure.state() }

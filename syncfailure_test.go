@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -48,7 +49,7 @@ func TestIsSyncFailure(t *testing.T) {
 		{"timeout", apierrors.NewTimeoutError("slow", 1), false},
 		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), false},
 		{"expired", apierrors.NewResourceExpired("too old"), false},
-		{"gone", apierrors.NewGone("too old"), false},
+		{"gone", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone}}, false},
 		{"connection refused", wrap(syscall.ECONNREFUSED), false},
 		{"eof", wrap(io.EOF), false},
 		{"unexpected eof", wrap(io.ErrUnexpectedEOF), false},
@@ -73,23 +74,27 @@ func TestIsSyncFailure(t *testing.T) {
 func TestSyncFailureRecord(t *testing.T) {
 	f := newSyncFailure()
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("rbac"))
+	gen0, next := f.state()
 	f.note("v1/pods", false, apierrors.NewServiceUnavailable("later"))
 	if err := f.get(false); err != nil {
 		t.Fatalf("after a 503: %v, want nil", err)
 	}
 	select {
-	case <-f.failed:
-		t.Fatal("failed is closed after a 503")
+	case <-next:
+		t.Fatal("next is closed after a 503")
 	default:
 	}
 	f.note("v1/pods", false, forbidden)
+	<-next
+	if gen, _ := f.state(); gen != gen0+1 {
+		t.Errorf("gen = %d after one failure, want %d", gen, gen0+1)
+	}
 	f.note("v1/pods", false, apierrors.NewUnauthorized("token")) // the last one counts
 	err := f.get(false)
 	var se *SyncError
 	if !errors.As(err, &se) || se.Informer != "v1/pods" || !errors.Is(err, ErrSyncFailed) || !apierrors.IsUnauthorized(err) {
 		t.Errorf("get = %v, want the Unauthorized *SyncError of v1/pods", err)
 	}
-	<-f.failed
 	if err := f.get(true); err != nil {
 		t.Errorf("get once synced = %v, want nil", err)
 	}

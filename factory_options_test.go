@@ -1,0 +1,232 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Per-type selectors are added to the factory's, reach every LIST and
+// WATCH of that type only, and the per-type TweakListOptions runs last.
+func TestFactoryPerTypeSelectors(t *testing.T) {
+	srv := newFakeAPI(t, podsResource, configMapsResource)
+	create(t, srv, factoryPod("a", "web", "n1"))
+	f := newTestFactory(t, srv, FactoryOptions{
+		TweakListOptions: func(o *metav1.ListOptions) { o.LabelSelector = "tier=front" },
+	})
+	var sawComposed atomic.Bool
+	tweak := func(o *metav1.ListOptions) {
+		sawComposed.Store(o.LabelSelector == "tier=front,app in (db,web)")
+		o.AllowWatchBookmarks = true
+	}
+	if _, err := For(f, ForOptions[*corev1.Pod]{
+		LabelSelector:    "app in (web, db)",
+		FieldSelector:    "spec.nodeName=n1",
+		TweakListOptions: tweak,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := For[*corev1.ConfigMap](f); err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	if !sawComposed.Load() {
+		t.Error("the per-type TweakListOptions did not see the factory's and the type's label selectors joined")
+	}
+	for _, r := range resourceRequests(srv, "/pods") {
+		if got, want := r.Query.Get("labelSelector"), "tier=front,app in (db,web)"; got != want {
+			t.Errorf("pods request %s?%s: labelSelector %q, want %q", r.Path, r.Query.Encode(), got, want)
+		}
+		if got, want := r.Query.Get("fieldSelector"), "spec.nodeName=n1"; got != want {
+			t.Errorf("pods request %s?%s: fieldSelector %q, want %q", r.Path, r.Query.Encode(), got, want)
+		}
+	}
+	cms := resourceRequests(srv, "/configmaps")
+	if len(cms) == 0 {
+		t.Fatal("no configmaps request")
+	}
+	for _, r := range cms {
+		if r.Query.Get("labelSelector") != "tier=front" || r.Query.Get("fieldSelector") != "" {
+			t.Errorf("configmaps request %s?%s, want the factory's selector only", r.Path, r.Query.Encode())
+		}
+	}
+
+	// Later calls: the same selectors however spelled, or none, share the
+	// informer; others conflict.
+	for _, o := range []ForOptions[*corev1.Pod]{
+		{},
+		{LabelSelector: "app in (db,web)"},
+		{FieldSelector: "spec.nodeName==n1"},
+		{TweakListOptions: tweak},
+	} {
+		if _, err := For(f, o); err != nil {
+			t.Errorf("For(%+v) = %v, want the shared informer", o, err)
+		}
+	}
+	for _, o := range []ForOptions[*corev1.Pod]{
+		{LabelSelector: "app=web"},
+		{FieldSelector: "spec.nodeName=n2"},
+		{TweakListOptions: func(*metav1.ListOptions) {}},
+	} {
+		if _, err := For(f, o); !errors.Is(err, ErrOptionsConflict) {
+			t.Errorf("For(%+v) = %v, want ErrOptionsConflict", o, err)
+		}
+	}
+	for _, o := range []ForOptions[*corev1.Pod]{
+		{LabelSelector: "app in ("},
+		{FieldSelector: "spec.nodeName"},
+		{Namespace: "a", Namespaces: []string{"b"}},
+		{Namespaces: []string{"a", "a"}},
+		{Namespaces: []string{"a", ""}},
+	} {
+		if _, err := For(f, o); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("For(%+v) = %v, want ErrInvalidOptions", o, err)
+		}
+	}
+}
+
+// An informer over several namespaces lists and watches each of them, and
+// caches their objects only.
+func TestFactoryNamespaces(t *testing.T) {
+	srv := newFakeAPI(t, podsResource, configMapsResource, nodesResource)
+	create(t, srv, factoryPod("a", "p1", ""), factoryPod("b", "p1", ""), factoryPod("c", "p1", ""))
+	f := newTestFactory(t, srv, FactoryOptions{Namespaces: []string{"b", "a"}})
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := For(f, ForOptions[*corev1.ConfigMap]{Namespace: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := addLog(t, pods)
+	syncFactory(t, t.Context(), f)
+	log.waitFor(t, "add a/p1", "add b/p1")
+	create(t, srv, factoryPod("c", "p2", ""), factoryPod("a", "p2", ""), factoryPod("b", "p2", ""))
+	log.waitFor(t, "add a/p1", "add b/p1", "add a/p2", "add b/p2")
+	if keys := slices.Sorted(pods.GetIndexer().Keys()); !slices.Equal(keys, []string{"a/p1", "a/p2", "b/p1", "b/p2"}) {
+		t.Errorf("cache keys %q, want those of namespaces a and b", keys)
+	}
+	if got, err := pods.Lister().ByNamespace("b").List(nil); err != nil || len(got) != 2 {
+		t.Errorf("Lister().ByNamespace(b).List = %d Pods, %v; want 2", len(got), err)
+	}
+	for _, r := range resourceRequests(srv, "/pods") {
+		if r.Path != "/api/v1/namespaces/a/pods" && r.Path != "/api/v1/namespaces/b/pods" {
+			t.Errorf("pods request %s, want namespaces a and b only", r.Path)
+		}
+	}
+	for _, r := range resourceRequests(srv, "/configmaps") {
+		if r.Path != "/api/v1/namespaces/c/configmaps" {
+			t.Errorf("configmaps request %s, want namespace c only", r.Path)
+		}
+	}
+	if cms.Name() != "v1/configmaps" || pods.Name() != "v1/pods" {
+		t.Errorf("names %q, %q", pods.Name(), cms.Name())
+	}
+	// The same set in another order shares the informer; another set
+	// conflicts.
+	if got, err := For(f, ForOptions[*corev1.Pod]{Namespaces: []string{"a", "b"}}); err != nil || got != pods {
+		t.Errorf("For with Namespaces [a b] = %v, %v, want the shared informer", got, err)
+	}
+	if _, err := For(f, ForOptions[*corev1.Pod]{Namespace: "a"}); !errors.Is(err, ErrOptionsConflict) {
+		t.Errorf("For with Namespace a = %v, want ErrOptionsConflict", err)
+	}
+	if _, err := For(f, ForOptions[*corev1.Node]{Namespaces: []string{"a", "b"}}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("For[*corev1.Node] with Namespaces = %v, want ErrInvalidOptions (cluster-scoped)", err)
+	}
+}
+
+func TestFactoryNamespacesInvalid(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	for _, opts := range []FactoryOptions{
+		{Namespace: "a", Namespaces: []string{"b"}},
+		{Namespaces: []string{"a", "a"}},
+		{Namespaces: []string{""}},
+	} {
+		if _, err := NewFactory(srv.Config(), opts); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("NewFactory(%+v) = %v, want ErrInvalidOptions", opts, err)
+		}
+	}
+}
+
+// DefaultTransform rewrites the objects of the informers made without a
+// Transform of their own; one returning another type is a reported error,
+// never a panic.
+func TestFactoryDefaultTransform(t *testing.T) {
+	srv := newFakeAPI(t, podsResource, configMapsResource)
+	pod := factoryPod("a", "p1", "")
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	create(t, srv, pod, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c1", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}})
+	f := newTestFactory(t, srv, FactoryOptions{
+		DefaultTransform: func(obj any) (any, error) {
+			if m, ok := obj.(metav1.Object); ok {
+				m.SetManagedFields(nil)
+			}
+			return obj, nil
+		},
+	})
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := func(c *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+		c.Labels = map[string]string{"transformed": "own"}
+		return c, nil
+	}
+	cms, err := For(f, ForOptions[*corev1.ConfigMap]{Transform: own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	if p, ok := pods.GetIndexer().GetByKey("a/p1"); !ok || p.ManagedFields != nil {
+		t.Errorf("cached Pod %v, want it without managedFields", p)
+	}
+	if c, ok := cms.GetIndexer().GetByKey("a/c1"); !ok || c.ManagedFields == nil || c.Labels["transformed"] != "own" {
+		t.Errorf("cached ConfigMap %v, want its own transform only", c)
+	}
+
+	// A default transform that returns another type.
+	srv2 := newFakeAPI(t, podsResource)
+	create(t, srv2, factoryPod("a", "p1", ""))
+	f2 := newTestFactory(t, srv2, FactoryOptions{
+		DefaultTransform: func(any) (any, error) { return &corev1.ConfigMap{}, nil },
+		Informer:         InformerOptions{Reflector: ReflectorOptions{WatchErrorHandler: func(context.Context, error) {}}},
+	})
+	if _, err := For[*corev1.Pod](f2); err != nil {
+		t.Fatal(err)
+	}
+	f2.Start(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = f2.WaitForCacheSync(ctx)
+	var te *TransformError
+	if !errors.Is(err, ErrSyncFailed) || !errors.Is(err, ErrUnexpectedObject) || !errors.As(err, &te) {
+		t.Errorf("WaitForCacheSync = %v, want a sync failure with a *TransformError wrapping ErrUnexpectedObject", err)
+	}
+}
+
+// ForContext gives up discovery when its context ends, and makes no
+// informer.
+func TestForContext(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	f := newTestFactory(t, srv, FactoryOptions{})
+	ctx, cancel := context.WithCancelCause(t.Context())
+	stop := errors.New("caller gave up")
+	cancel(stop)
+	if _, err := ForContext[*corev1.Pod](ctx, f); !errors.Is(err, stop) {
+		t.Errorf("ForContext with an ended context = %v, want its cause", err)
+	}
+	pods, err := ForContext[*corev1.Pod](t.Context(), f)
+	if err != nil || pods == nil {
+		t.Fatalf("ForContext = %v, %v", pods, err)
+	}
+	if again, err := For[*corev1.Pod](f); err != nil || again != pods {
+		t.Errorf("For after ForContext = %v, %v, want the same informer", again, err)
+	}
+}
