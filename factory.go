@@ -50,6 +50,9 @@ var (
 	// ErrNotSynced reports informers whose caches did not sync before the
 	// context of Factory.WaitForCacheSync ended, or that stopped first.
 	ErrNotSynced = errors.New("informer: caches not synced")
+	// ErrNoInformer reports a name under which the factory has no
+	// informer (Factory.Remove).
+	ErrNoInformer = errors.New("informer: no such informer in the factory")
 )
 
 // FactoryOptions configures a Factory. The zero value is usable: every
@@ -177,8 +180,9 @@ type factoryEntry struct {
 		syncFailures() (uint64, <-chan struct{})
 	}
 	shared  any           // the *shared[T] of the informer
-	started bool          // guarded by Factory.mu
-	done    chan struct{} // closed when Run has returned
+	started bool               // guarded by Factory.mu
+	cancel  context.CancelFunc // stops the informer; set when started
+	done    chan struct{}      // closed when Run has returned
 	err     error         // what Run returned; read after done is closed
 	// reported counts the SyncFailures WaitForCacheSync has returned: a
 	// later call waits for a newer one.
@@ -313,8 +317,10 @@ func (f *Factory) startLocked(e *factoryEntry) {
 		return
 	}
 	e.started = true
-	ctx := f.runCtx
+	ctx, cancel := context.WithCancel(f.runCtx)
+	e.cancel = cancel
 	f.running.Go(func() {
+		defer cancel()
 		defer close(e.done)
 		if err := e.informer.Run(ctx); err != nil {
 			e.err = err
@@ -410,6 +416,50 @@ wait:
 	}
 	slices.Sort(pending)
 	return synced, fmt.Errorf("%w: %s: %w", ErrNotSynced, strings.Join(pending, ", "), errors.Join(causes...))
+}
+
+// Remove stops the factory's informer named name (its Name, such as
+// "v1/pods" or "v1/pods (metadata)") and forgets it: its handlers get no
+// more calls once Remove returns, it makes no more requests, and the
+// factory no longer holds it or its cache, so their memory is returned
+// once the program drops its own references (listers included). A later
+// For of the same type makes a new informer. An informer not started yet
+// is stopped without running. Remove returns once the informer's Run has
+// returned, or with ctx's cause if ctx ends first (the informer still
+// stops, and is forgotten), or with ErrNoInformer.
+func (f *Factory) Remove(ctx context.Context, name string) error {
+	f.mu.Lock()
+	e := f.entries[name]
+	if e == nil {
+		f.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrNoInformer, name)
+	}
+	delete(f.entries, name)
+	f.order = slices.DeleteFunc(f.order, func(x *factoryEntry) bool { return x == e })
+	for typ, x := range f.types {
+		if x == e {
+			delete(f.types, typ)
+		}
+	}
+	started := e.started
+	e.started = true // never to be started now
+	f.mu.Unlock()
+	if !started {
+		// Run with an ended context marks it stopped: AddEventHandler and
+		// Run fail from now on, as for a removed running informer.
+		stopped, stop := context.WithCancel(context.Background())
+		stop()
+		_ = e.informer.Run(stopped)
+		close(e.done)
+		return nil
+	}
+	e.cancel()
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("informer: remove %s: %w", name, context.Cause(ctx))
+	}
 }
 
 // Shutdown stops every informer of the factory and returns once all of

@@ -3,10 +3,12 @@ package informer
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -228,5 +230,89 @@ func TestForContext(t *testing.T) {
 	}
 	if again, err := For[*corev1.Pod](f); err != nil || again != pods {
 		t.Errorf("For after ForContext = %v, %v, want the same informer", again, err)
+	}
+}
+
+// Remove stops one informer and forgets it: its handlers get nothing
+// more, the others run on, a later For makes a new one, and the removed
+// informer and its cache are garbage once the test drops them.
+func TestFactoryRemove(t *testing.T) {
+	srv := newFakeAPI(t, podsResource, configMapsResource)
+	create(t, srv, factoryPod("a", "p1", ""))
+	f := newTestFactory(t, srv, FactoryOptions{})
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := For[*corev1.ConfigMap](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podLog, cmLog := addLog(t, pods), addLog(t, cms)
+	syncFactory(t, t.Context(), f)
+	podLog.waitFor(t, "add a/p1")
+	gone := weak.Make(pods)
+
+	if err := f.Remove(t.Context(), "v1/pods"); err != nil {
+		t.Fatal(err)
+	}
+	if !pods.IsStopped() {
+		t.Error("the removed informer runs on")
+	}
+	if err := f.Remove(t.Context(), "v1/pods"); !errors.Is(err, ErrNoInformer) {
+		t.Errorf("second Remove = %v, want ErrNoInformer", err)
+	}
+	create(t, srv, factoryPod("a", "p2", ""), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c1"}})
+	cmLog.waitFor(t, "add a/c1")
+	if got, _ := podLog.snapshot(); !slices.Equal(got, []string{"add a/p1"}) {
+		t.Errorf("the removed informer's handler got %q after Remove", got)
+	}
+	synced, err := f.WaitForCacheSync(t.Context())
+	if err != nil || len(synced) != 1 || !synced["v1/configmaps"] {
+		t.Errorf("WaitForCacheSync after Remove = %v, %v; want v1/configmaps only", synced, err)
+	}
+
+	again, err := For[*corev1.Pod](f)
+	if err != nil || again == pods {
+		t.Fatalf("For after Remove = %p, %v; want a new informer", again, err)
+	}
+	log := addLog(t, again)
+	log.waitFor(t, "add a/p1", "add a/p2")
+
+	pods, podLog = nil, nil
+	for range 5 {
+		runtime.GC()
+		if gone.Value() == nil {
+			break
+		}
+	}
+	if gone.Value() != nil {
+		t.Error("the removed informer is still reachable")
+	}
+}
+
+// An informer removed before Start never runs, and is stopped.
+func TestFactoryRemoveBeforeStart(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	f := newTestFactory(t, srv, FactoryOptions{})
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Remove(t.Context(), pods.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if !pods.IsStopped() {
+		t.Error("removed before Start, the informer is not stopped")
+	}
+	if _, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{}); err == nil {
+		t.Error("AddEventHandler on a removed informer succeeded")
+	}
+	f.Start(t.Context())
+	if synced, err := f.WaitForCacheSync(t.Context()); err != nil || len(synced) != 0 {
+		t.Errorf("WaitForCacheSync = %v, %v; want nothing to wait for", synced, err)
+	}
+	if n := len(resourceRequests(srv, "/pods")); n != 0 {
+		t.Errorf("%d pods requests, want none", n)
 	}
 }
