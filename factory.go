@@ -179,11 +179,11 @@ type factoryEntry struct {
 		SyncFailure() error
 		syncFailures() (uint64, <-chan struct{})
 	}
-	shared  any           // the *shared[T] of the informer
+	shared  any                // the *shared[T] of the informer
 	started bool               // guarded by Factory.mu
 	cancel  context.CancelFunc // stops the informer; set when started
 	done    chan struct{}      // closed when Run has returned
-	err     error         // what Run returned; read after done is closed
+	err     error              // what Run returned; read after done is closed
 	// reported counts the SyncFailures WaitForCacheSync has returned: a
 	// later call waits for a newer one.
 	reported atomic.Uint64
