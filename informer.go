@@ -36,6 +36,9 @@ var (
 	ErrStarted = errors.New("informer: already started")
 	// ErrStopped reports an informer that has stopped.
 	ErrStopped = errors.New("informer: stopped")
+	// ErrResyncUnsupported reports a handler asking for a resync period
+	// from an informer made without one (see HandlerOptions.ResyncPeriod).
+	ErrResyncUnsupported = errors.New("informer: resync not supported by this informer")
 )
 
 // minResyncPeriod is the shortest resync period a handler can have.
@@ -231,6 +234,10 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h ResourceEventHandler[T], opts
 	if s.stopped {
 		return nil, ErrStopped
 	}
+	if s.opts.DefaultResyncPeriod == 0 && o.ResyncPeriod > 0 {
+		return nil, fmt.Errorf("%w: a handler asks for a resync every %v from an informer made without DefaultResyncPeriod",
+			ErrResyncUnsupported, o.ResyncPeriod)
+	}
 	l := newListener(h, o, s.opts.HandlerPanic)
 	s.scheduleResync(l, o.ResyncPeriod)
 	if !s.started {
@@ -257,7 +264,8 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h ResourceEventHandler[T], opts
 // second, and, once the informer runs, no shorter than its check period; a
 // handler added before it runs may shorten the check period instead. An
 // informer whose DefaultResyncPeriod is zero has no check period and never
-// resyncs. The caller holds mu.
+// resyncs (AddEventHandler refuses a handler's period then). The caller
+// holds mu.
 func (s *SharedIndexInformer[T]) scheduleResync(l *listener[T], requested time.Duration) {
 	switch {
 	case requested == 0:

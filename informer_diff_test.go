@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -118,7 +119,16 @@ func runInformerDiff(t *testing.T, data []byte) {
 		// informer's default, as in both APIs.
 		addHandlers := func(resync time.Duration) {
 			p := pair{&recorder{}, &upstreamRecorder{}}
-			if _, err := typed.AddEventHandler(p.typed, HandlerOptions{ResyncPeriod: resync}); err != nil {
+			if defaultResync == 0 && resync > 0 {
+				// client-go ignores the period, with a warning; we refuse
+				// it. Without it, the handler gets what client-go's gets.
+				if _, err := typed.AddEventHandler(p.typed, HandlerOptions{ResyncPeriod: resync}); !errors.Is(err, ErrResyncUnsupported) {
+					t.Fatalf("AddEventHandler with a resync on an informer without one: %v, want ErrResyncUnsupported", err)
+				}
+				if _, err := typed.AddEventHandler(p.typed); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := typed.AddEventHandler(p.typed, HandlerOptions{ResyncPeriod: resync}); err != nil {
 				t.Fatal(err)
 			}
 			uopts := cache.HandlerOptions{}

@@ -330,11 +330,15 @@ func TestInformerResyncPeriods(t *testing.T) {
 	if inf.checkPeriod != time.Second {
 		t.Errorf("check period %v, want 1s", inf.checkPeriod)
 	}
-	// Without a default period, as in client-go, nothing resyncs.
+	// Without a default period nothing resyncs, as in client-go, and a
+	// handler's period is refused rather than silently ignored.
 	none := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{})
-	e, _ := none.AddEventHandler(&recorder{}, HandlerOptions{ResyncPeriod: 5 * time.Second})
-	if e.l.resync != 0 || none.checkPeriod != 0 {
-		t.Errorf("without DefaultResyncPeriod: resync %v, check period %v; want 0, 0", e.l.resync, none.checkPeriod)
+	if _, err := none.AddEventHandler(&recorder{}, HandlerOptions{ResyncPeriod: 5 * time.Second}); !errors.Is(err, ErrResyncUnsupported) {
+		t.Errorf("without DefaultResyncPeriod: AddEventHandler with a resync = %v, want ErrResyncUnsupported", err)
+	}
+	e, err := none.AddEventHandler(&recorder{}, HandlerOptions{ResyncPeriod: -1})
+	if err != nil || e.l.resync != 0 || none.checkPeriod != 0 {
+		t.Errorf("without DefaultResyncPeriod: %v, resync %v, check period %v; want 0, 0", err, e.l.resync, none.checkPeriod)
 	}
 }
 

@@ -38,8 +38,10 @@ type HandlerOptions struct {
 	// for every cached object every ResyncPeriod (at least one second, and
 	// no shorter than the informer's resync check period once it runs).
 	// Zero uses the informer's DefaultResyncPeriod; negative disables
-	// resync for this handler. As in client-go, an informer whose
-	// DefaultResyncPeriod is zero resyncs no handler.
+	// resync for this handler. An informer made with a DefaultResyncPeriod
+	// of zero never resyncs: AddEventHandler then refuses a positive
+	// ResyncPeriod with ErrResyncUnsupported, where client-go registers
+	// the handler, ignores its period and logs a warning.
 	ResyncPeriod time.Duration
 	// Coalesce bounds the memory a slow handler can make the informer hold:
 	// instead of queueing every notification, it keeps at most the pending
