@@ -138,7 +138,7 @@ func ForContext[T Object](ctx context.Context, f *Factory, opts ...ForOptions[T]
 	var dec *wire.Decoder[T]
 	if f.clients == nil && f.opts.Decoding == DecodeWire {
 		var derr error
-		if dec, derr = wire.NewDecoder[T, T](f.opts.Wire); derr != nil {
+		if dec, derr = wire.NewDecoder[T, T](wireOptions(f, reuse)); derr != nil {
 			f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", typ.String(), "reason", derr.Error())
 		}
 	}

@@ -94,6 +94,17 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 	return &wireListWatch[T]{src: wire.NewSource(client, mapping.Resource.Resource, sc.namespace, dec, opts)}, nil
 }
 
+// wireOptions returns the factory's options of package wire for an
+// informer, without sharing maps between objects when the informer has a
+// transform (which may modify them in place): noTransform says it has none.
+func wireOptions(f *Factory, noTransform bool) wire.Options {
+	o := f.opts.Wire
+	if !noTransform {
+		o.NoMapSharing = true
+	}
+	return o
+}
+
 // ForProjection returns the factory's shared informer of projections PP
 // (*P) of the kind of TP (*T), such as *corev1.Pod: P is a struct the user
 // writes, with an embedded wire.Meta[P] and a subset of T's fields at every
@@ -136,7 +147,7 @@ func ForProjection[P, T any, PP interface {
 	if inf, found, err := existingFor(f, typ, o); found {
 		return inf, err
 	}
-	dec, err := wire.NewDecoder[PP, TP](f.opts.Wire)
+	dec, err := wire.NewDecoder[PP, TP](wireOptions(f, transformFor(f, o) == nil))
 	if err != nil {
 		return nil, fmt.Errorf("informer: projection %v of %v: %w", reflect.TypeFor[P](), reflect.TypeFor[T](), err)
 	}

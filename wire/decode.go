@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"maps"
 	"math"
 	"reflect"
 	"unsafe"
@@ -29,6 +31,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // state is what one decoding uses: the decoder's string table and options.
 type state struct {
 	strs   *interner
+	maps   *mapTable         // nil: no map sharing
 	filter func(string) bool // annotations kept; nil keeps all
 }
 
@@ -43,6 +46,12 @@ func (s *state) message(b []byte, base unsafe.Pointer, x *plan) error {
 		if o == nil {
 			if i, err = skip(b, next, typ); err != nil {
 				return &DecodeError{Err: err}
+			}
+			continue
+		}
+		if o.kind == opMap && o.typ == stringMapType && s.maps != nil && typ == wireBytes {
+			if i, err = s.stringMap(b, i, num, at(base, o.off), o); err != nil {
+				return &DecodeError{Path: o.path, Err: err}
 			}
 			continue
 		}
@@ -440,4 +449,76 @@ func (in *interner) get(b []byte) string {
 	s := string(b)
 	in.slots[i] = s
 	return s
+}
+
+// stringMap decodes the entries of the map[string]string field num that
+// start at b[i] (at its tag) and follow one another, into the map at ptr,
+// and returns the index after them. The same entries seen recently give
+// the map made for them then: objects share it.
+func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op) (int, error) {
+	m := (*map[string]string)(ptr)
+	if *m != nil {
+		// A second run of the field, or a merge into an existing object:
+		// the map may be shared, so it is copied before it is added to.
+		*m = maps.Clone(*m)
+	}
+	end := i
+	for end < len(b) {
+		n, typ, next, err := tag(b, end)
+		if err != nil || n != num || typ != wireBytes {
+			break
+		}
+		if end, err = skip(b, next, typ); err != nil {
+			return 0, err
+		}
+	}
+	run := b[i:end]
+	slot := s.maps.slot(run)
+	if *m == nil && slot != nil && slot.m != nil && slot.run == string(run) {
+		*m = slot.m
+		return end, nil
+	}
+	for j := i; j < end; {
+		_, typ, next, err := tag(b, j)
+		if err != nil {
+			return 0, err
+		}
+		if j, err = s.value(b, next, typ, ptr, o); err != nil {
+			return 0, err
+		}
+	}
+	if slot != nil && *m != nil && len(run) > 0 {
+		*slot = mapSlot{run: string(run), m: *m}
+	}
+	return end, nil
+}
+
+// mapTable remembers the maps made for recent runs of map entries: a
+// direct-mapped table of bounded size, keyed by the entries' bytes, which
+// it keeps to compare, so a hit is never a wrong map.
+type mapTable struct {
+	seed  maphash.Seed
+	slots []mapSlot
+}
+
+type mapSlot struct {
+	run string // the entries' bytes
+	m   map[string]string
+}
+
+const (
+	mapSlots  = 1 << 9
+	mapMaxRun = 2048 // longer runs are not shared
+)
+
+func newMapTable() *mapTable {
+	return &mapTable{seed: maphash.MakeSeed(), slots: make([]mapSlot, mapSlots)}
+}
+
+// slot returns the slot of run, nil if run is not to be shared.
+func (t *mapTable) slot(run []byte) *mapSlot {
+	if len(run) > mapMaxRun {
+		return nil
+	}
+	return &t.slots[maphash.Bytes(t.seed, run)&(mapSlots-1)]
 }

@@ -27,6 +27,17 @@ type Options struct {
 	// shared through a bounded table, which saves heap and changes nothing
 	// a reader can see.
 	NoSharing bool
+	// NoMapSharing gives every object its own labels, annotations and
+	// other map[string]string fields. By default, objects whose such a
+	// field has the same entries on the wire (the Pods of one ReplicaSet
+	// share their labels, often their annotations) share one map, found
+	// through a bounded table. The objects an informer caches are read-only
+	// already; with shared maps, writing to one object's map (which the
+	// contract forbids) would change the others too. Set it when objects
+	// are modified in place after decoding, as a transform may; the
+	// factory does so for informers with a transform. NoSharing implies
+	// it.
+	NoMapSharing bool
 }
 
 // Decoder decodes the protobuf or JSON encoding of a *T into a *P that
@@ -38,8 +49,9 @@ type Decoder[PP any] struct {
 	plan  *plan
 	elem  reflect.Type // P
 	json  reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
-	mu    sync.Mutex   // guards strs
+	mu    sync.Mutex   // guards strs and maps
 	strs  *interner
+	maps  *mapTable
 	opts  Options
 	meta  int // offset of P's Meta, or -1
 	tname string
@@ -70,6 +82,9 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 	}
 	if !opts.NoSharing {
 		d.strs = newInterner()
+		if !opts.NoMapSharing {
+			d.maps = newMapTable()
+		}
 	}
 	if p != t {
 		sh := &shadower{done: map[[2]reflect.Type]reflect.Type{}}
@@ -112,7 +127,7 @@ func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) (err error) {
 	}()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := state{strs: d.strs, filter: d.opts.Annotations}
+	s := state{strs: d.strs, maps: d.maps, filter: d.opts.Annotations}
 	return s.message(b, p, d.plan)
 }
 

@@ -53,6 +53,18 @@ func FuzzDecodeProtobuf(f *testing.F) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Fatalf("full decode differs from the generated one (-want +got):\n%s", d)
 		}
+		// Again: the maps of this decode now come from the sharing table,
+		// and the first decode's objects must be unchanged by it.
+		again, err := full.Protobuf(b)
+		if err != nil {
+			t.Fatalf("a second decode failed: %v", err)
+		}
+		if d := cmp.Diff(want, again); d != "" {
+			t.Fatalf("a second decode differs (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("the first decode changed after the second (-want +got):\n%s", d)
+		}
 		if slimErr != nil {
 			t.Fatalf("the full decode succeeded, the projection failed: %v", slimErr)
 		}

@@ -1,0 +1,108 @@
+package wire
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func mapPointer(m map[string]string) uintptr { return reflect.ValueOf(m).Pointer() }
+
+func marshalPod(t *testing.T, p *corev1.Pod) []byte {
+	t.Helper()
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Objects whose labels (or annotations) are the same on the wire share one
+// map; others get their own; NoMapSharing and NoSharing turn it off.
+func TestMapSharing(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// benchPod's labels repeat every 48 Pods; its annotations are the same
+	// for all.
+	a, _ := d.Protobuf(marshalPod(t, benchPod(0)))
+	b, _ := d.Protobuf(marshalPod(t, benchPod(48)))
+	c, _ := d.Protobuf(marshalPod(t, benchPod(1)))
+	if mapPointer(a.Labels) != mapPointer(b.Labels) || mapPointer(a.Annotations) != mapPointer(b.Annotations) {
+		t.Error("Pods with the same labels and annotations do not share their maps")
+	}
+	if mapPointer(a.Labels) == mapPointer(c.Labels) {
+		t.Error("Pods with other labels share a map")
+	}
+	if mapPointer(a.Annotations) != mapPointer(c.Annotations) {
+		t.Error("Pods with the same annotations do not share their map")
+	}
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{{"NoMapSharing", Options{NoMapSharing: true}}, {"NoSharing", Options{NoSharing: true}}} {
+		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := d.Protobuf(marshalPod(t, benchPod(0)))
+		b, _ := d.Protobuf(marshalPod(t, benchPod(48)))
+		if mapPointer(a.Labels) == mapPointer(b.Labels) || mapPointer(a.Annotations) == mapPointer(b.Annotations) {
+			t.Errorf("%s: maps shared", tc.name)
+		}
+	}
+}
+
+// Adding to a shared map copies it first: a merge into an object (its
+// labels appear twice on the wire, or ProtobufInto) never changes the
+// other objects that share the map.
+func TestMapSharingCopiesOnWrite(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web", "tier": "front"}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	first, _ := d.Protobuf(marshalPod(t, pod("a")))
+	second, _ := d.Protobuf(marshalPod(t, pod("b")))
+	if mapPointer(first.Labels) != mapPointer(second.Labels) {
+		t.Fatal("the labels are not shared")
+	}
+
+	// A merge of more labels into second.
+	extra := marshalPod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"canary": "true"}}})
+	if err := d.ProtobufInto(extra, second); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(labels, first.Labels); d != "" {
+		t.Errorf("the other Pod's labels changed (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]string{"app": "web", "tier": "front", "canary": "true"}, second.Labels); d != "" {
+		t.Errorf("merged labels (-want +got):\n%s", d)
+	}
+
+	// One message whose labels field comes in two runs, split by another
+	// field: the second run adds to a copy.
+	meta := marshalPod(t, pod("c"))
+	want := &corev1.Pod{}
+	split := append(append([]byte{}, meta...), extra...) // labels, name, ..., labels again
+	if err := want.Unmarshal(split); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Protobuf(split)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("split labels (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(labels, first.Labels); d != "" {
+		t.Errorf("the first Pod's labels changed (-want +got):\n%s", d)
+	}
+}
