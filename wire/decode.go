@@ -124,7 +124,7 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 	case opPtrMessage:
 		p := *(*unsafe.Pointer)(ptr)
 		if p == nil {
-			p = reflect.New(o.typ.Elem()).UnsafePointer()
+			p = unsafe_New(o.elemType)
 			*(*unsafe.Pointer)(ptr) = p
 		}
 		err = s.message(v, p, o.plan)
@@ -132,14 +132,14 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 		if k := o.typ.Kind(); k == reflect.Slice || k == reflect.Map {
 			emptyIfNil(reflect.NewAt(o.typ, ptr).Elem())
 		}
-		err = reflect.NewAt(o.typ, ptr).Interface().(unmarshaler).Unmarshal(v)
+		err = asUnmarshaler(o.tab, ptr).Unmarshal(v)
 	case opPtrUnmarshal:
 		p := *(*unsafe.Pointer)(ptr)
 		if p == nil {
-			p = reflect.New(o.typ.Elem()).UnsafePointer()
+			p = unsafe_New(o.elemType)
 			*(*unsafe.Pointer)(ptr) = p
 		}
-		err = reflect.NewAt(o.typ.Elem(), p).Interface().(unmarshaler).Unmarshal(v)
+		err = asUnmarshaler(o.tab, p).Unmarshal(v)
 	case opMap:
 		err = s.mapEntry(v, ptr, o)
 	default:
@@ -250,7 +250,7 @@ func newScalar(o *op) unsafe.Pointer {
 	case reflect.Bool, reflect.Int8, reflect.Uint8:
 		return unsafe.Pointer(new(bool))
 	}
-	return reflect.New(o.typ.Elem()).UnsafePointer()
+	return unsafe_New(o.elemType)
 }
 
 // sliceHeader is the layout of a slice.
@@ -260,13 +260,19 @@ type sliceHeader struct {
 	cap  int
 }
 
-// grow appends a zero element to the slice at ptr, of type t, and returns
-// the address of the new element. When the slice is full, it makes room for
-// want more elements at once.
-func grow(ptr unsafe.Pointer, t reflect.Type, size uintptr, want int) unsafe.Pointer {
+// grow appends a zero element to the slice at ptr, described by o, and
+// returns the address of the new element. When the slice is full, it makes
+// room for want more elements at once.
+func grow(ptr unsafe.Pointer, o *op, want int) unsafe.Pointer {
 	h := (*sliceHeader)(ptr)
+	size := o.size
 	if h.len == h.cap {
-		reflect.NewAt(t, ptr).Elem().Grow(max(want, 1))
+		n := h.len + max(want, 1)
+		data := unsafe_NewArray(o.elemType, n)
+		if h.len > 0 {
+			typedslicecopy(o.elemType, sliceHeader{data: data, len: h.len, cap: n}, *h)
+		}
+		h.data, h.cap = data, n
 	}
 	e := unsafe.Add(h.data, uintptr(h.len)*size)
 	h.len++
@@ -311,7 +317,7 @@ func (s *state) repeated(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, 
 			want = (end - start) / int(e.typ.Size())
 		}
 		for j := start; j < end; want-- {
-			if j, err = s.scalar(b[:end], j, wireOf(e), grow(ptr, o.typ, o.size, want), e); err != nil {
+			if j, err = s.scalar(b[:end], j, wireOf(e), grow(ptr, o, want), e); err != nil {
 				return 0, err
 			}
 		}
@@ -324,7 +330,7 @@ func (s *state) repeated(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, 
 	if h := (*sliceHeader)(ptr); h.len == h.cap {
 		want = count(b, i, typ, o.num)
 	}
-	return s.value(b, i, typ, grow(ptr, o.typ, o.size, want), e)
+	return s.value(b, i, typ, grow(ptr, o, want), e)
 }
 
 var stringMapType = reflect.TypeFor[map[string]string]()

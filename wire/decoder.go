@@ -54,6 +54,8 @@ type Decoder[PP any] struct {
 	maps  *mapTable
 	opts  Options
 	meta  int // offset of P's Meta, or -1
+	// elemType is the descriptor of P, for allocating one.
+	elemType unsafe.Pointer
 	tname string
 }
 
@@ -78,7 +80,9 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		if err != nil {
 			return nil, err
 		}
+		finish(x)
 		d.plan = x
+		d.elemType = typeDescriptor(p)
 	}
 	if !opts.NoSharing {
 		d.strs = newInterner()
@@ -102,7 +106,11 @@ func cast[PP any](p unsafe.Pointer) PP { return *(*PP)(unsafe.Pointer(&p)) }
 // Protobuf decodes the bare protobuf message of a T (no envelope) into a
 // new P.
 func (d *Decoder[PP]) Protobuf(b []byte) (PP, error) {
-	p := reflect.New(d.elem).UnsafePointer()
+	if d.plan == nil {
+		var zero PP
+		return zero, d.into(b, nil)
+	}
+	p := unsafe_New(d.elemType)
 	if err := d.into(b, p); err != nil {
 		var zero PP
 		return zero, err

@@ -39,6 +39,10 @@ type op struct {
 	size  uintptr      // opRepeated: the size of an element
 	kept  bool         // intern the strings of this field
 	annot bool         // the annotations of a Meta
+
+	// Set by finish once the plan is built:
+	elemType unsafe.Pointer // the descriptor of typ.Elem(), for pointers and slices
+	tab      unsafe.Pointer // opUnmarshal, opPtrUnmarshal: the unmarshaler table of the pointer type
 }
 
 // plan decodes a message into a struct type.

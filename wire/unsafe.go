@@ -1,0 +1,87 @@
+package wire
+
+import (
+	"reflect"
+	"unsafe"
+)
+
+// The decoder allocates and fills values of types it knows only at run
+// time. reflect.New, NewAt and Value.Grow each look up the pointer type
+// of their argument in a global cache, which was a tenth of a Pod's
+// decoding time; these are the runtime's own allocation and copy
+// functions that reflect uses underneath, called with the type
+// descriptors each op keeps. They are among the linknamed functions the
+// Go runtime keeps for widely used packages (its "hall of shame").
+
+//go:linkname unsafe_New reflect.unsafe_New
+func unsafe_New(typ unsafe.Pointer) unsafe.Pointer
+
+//go:linkname unsafe_NewArray reflect.unsafe_NewArray
+func unsafe_NewArray(typ unsafe.Pointer, n int) unsafe.Pointer
+
+//go:linkname typedslicecopy reflect.typedslicecopy
+func typedslicecopy(elemType unsafe.Pointer, dst, src sliceHeader) int
+
+// typeDescriptor returns the runtime's descriptor of t, the data word of
+// the reflect.Type interface.
+func typeDescriptor(t reflect.Type) unsafe.Pointer {
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&t))[1]
+}
+
+// unmarshalerTab returns the interface table of *t as an unmarshaler, so
+// that an unmarshaler of any *t can be made from a pointer without
+// reflection; nil if *t is not one.
+func unmarshalerTab(t reflect.Type) unsafe.Pointer {
+	u, ok := reflect.New(t).Interface().(unmarshaler)
+	if !ok {
+		return nil
+	}
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&u))[0]
+}
+
+// asUnmarshaler returns p, a *T, as an unmarshaler, given the table of *T.
+func asUnmarshaler(tab, p unsafe.Pointer) unmarshaler {
+	var u unmarshaler
+	w := (*[2]unsafe.Pointer)(unsafe.Pointer(&u))
+	w[0], w[1] = tab, p
+	return u
+}
+
+// finish fills in, for every op reachable from x, what decoding needs at
+// run time: the descriptors of the types it allocates and the interface
+// tables of the types that decode themselves.
+func finish(x *plan) {
+	seen := map[*plan]bool{}
+	var walkPlan func(*plan)
+	var walkOp func(*op)
+	walkOp = func(o *op) {
+		if o == nil {
+			return
+		}
+		switch o.typ.Kind() {
+		case reflect.Pointer, reflect.Slice:
+			o.elemType = typeDescriptor(o.typ.Elem())
+		}
+		switch o.kind {
+		case opUnmarshal:
+			o.tab = unmarshalerTab(o.typ)
+		case opPtrUnmarshal:
+			o.tab = unmarshalerTab(o.typ.Elem())
+		}
+		walkOp(o.elem)
+		walkOp(o.key)
+		if o.plan != nil {
+			walkPlan(o.plan)
+		}
+	}
+	walkPlan = func(p *plan) {
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		for _, o := range p.byNum {
+			walkOp(o)
+		}
+	}
+	walkPlan(x)
+}
