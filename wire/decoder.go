@@ -46,17 +46,17 @@ type Options struct {
 // itself. Its type parameter is the pointer type *P, the type an informer
 // caches. It is safe for concurrent use.
 type Decoder[PP any] struct {
-	plan  *plan
-	elem  reflect.Type // P
-	json  reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
-	mu    sync.Mutex   // guards strs and maps
-	strs  *interner
-	maps  *mapTable
-	opts  Options
-	meta  int // offset of P's Meta, or -1
+	plan *plan
+	elem reflect.Type // P
+	json reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
+	mu   sync.Mutex   // guards strs and maps
+	strs *interner
+	maps *mapTable
+	opts Options
+	meta int // offset of P's Meta, or -1
 	// elemType is the descriptor of P, for allocating one.
 	elemType unsafe.Pointer
-	tname string
+	tname    string
 }
 
 // NewDecoder checks that P mirrors T, where PP is *P and TP is *T, pointers
