@@ -84,15 +84,18 @@ func (s *Source[PP]) request(opts *metav1.ListOptions) *rest.Request {
 	return r
 }
 
-// List lists one page: its objects and its list metadata.
+// List lists one page: its objects and its list metadata. A protobuf
+// response is decoded as it arrives, item by item, never held whole.
 func (s *Source[PP]) List(ctx context.Context, opts metav1.ListOptions) ([]PP, metav1.ListMeta, error) {
-	body, err := s.request(&opts).Do(ctx).Raw()
+	stream, err := s.request(&opts).Stream(ctx)
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
 	}
-	if IsProtobuf(body) {
+	defer stream.Close()
+	r := bufio.NewReaderSize(stream, 32<<10)
+	if head, err := r.Peek(len(protobufMagic)); err == nil && IsProtobuf(head) {
 		var items []PP
-		lm, err := ListItems(body, func(item []byte) error {
+		lm, err := ListItemsFrom(r, func(item []byte) error {
 			p, err := s.object(item, true)
 			if err != nil {
 				return fmt.Errorf("list item %d: %w", len(items), err)
@@ -104,6 +107,10 @@ func (s *Source[PP]) List(ctx context.Context, opts metav1.ListOptions) ([]PP, m
 			return nil, metav1.ListMeta{}, err
 		}
 		return items, lm, nil
+	}
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return nil, metav1.ListMeta{}, err
 	}
 	var list struct {
 		Metadata metav1.ListMeta   `json:"metadata"`
