@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"strconv"
 	"testing"
 
@@ -405,7 +406,7 @@ func runLabelIndexFuzz(t testing.TB, data []byte) {
 	upstream := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	ours, theirs := podLister(typed), corev1listers.NewPodLister(upstream)
 	for step := 0; r.more(); step++ {
-		switch op := r.intn(8); op {
+		switch op := r.intn(9); op {
 		case 0, 1:
 			p := fuzzLabelPod(r)
 			checkErr(t, step, "Add", typed.Add(p), upstream.Add(p))
@@ -421,6 +422,27 @@ func runLabelIndexFuzz(t testing.TB, data []byte) {
 				list[i] = fuzzLabelPod(r)
 			}
 			checkErr(t, step, "Replace", typed.Replace(list, "1"), upstream.Replace(toAny(list), "1"))
+		case 6:
+			// A relist that keeps most cached objects (the same pointers),
+			// as the informer's does after a 410: Store.patch, in place.
+			list := typed.List()
+			slices.SortFunc(list, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+			for i := range list {
+				if r.intn(8) == 0 {
+					list[i] = fuzzLabelPod(r) // changed, or another key
+				}
+			}
+			if len(list) > 0 && r.intn(3) == 0 {
+				list = slices.Delete(list, 0, 1) // one deleted
+			}
+			if r.intn(3) == 0 {
+				list = append(list, fuzzLabelPod(r))
+			}
+			keys := make([]string, len(list))
+			for i, p := range list {
+				keys[i], _ = MetaNamespaceKeyFunc(p)
+			}
+			checkErr(t, step, "relist", typed.replace(list, keys, true), upstream.Replace(toAny(list), "1"))
 		case 5:
 			if !indexed {
 				indexed = true

@@ -3,9 +3,11 @@ package informer
 import (
 	"cmp"
 	"iter"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Store is a thread-safe cache of objects of type T, each under the key its
@@ -46,6 +48,11 @@ type Store[T any] struct {
 	labelsOf LabelsFunc[T]
 
 	snapshots sync.Pool // of *[]entry[T], reused by the iterators
+
+	// pointers is true when T is a pointer type, whose values tell an
+	// unchanged object (the very same pointer) from a changed one.
+	pointers bool
+	gen      uint32 // relist generation, for patch; guarded by writeMu
 }
 
 // slot holds one stored object. Slots live in an arena, so a *slot stays
@@ -54,6 +61,7 @@ type Store[T any] struct {
 // Invariant: items[k] == s iff s.key == k; a free slot has an empty key.
 type slot[T any] struct {
 	id   uint32 // the slot's id in its arena (see arena.slot), for the label index
+	mark uint32 // the Store's relist generation that last saw the slot (see patch)
 	key  string
 	obj  T
 	vals [][]string // the index values of obj, one entry per index of idx, owned by the slot (see setVals)
@@ -104,6 +112,7 @@ func (s *Store[T]) init(keyFunc KeyFunc[T], idx *indexSet[T]) {
 		panic("informer: NewStore with a nil KeyFunc")
 	}
 	s.keyFunc = keyFunc
+	s.pointers = reflect.TypeFor[T]().Kind() == reflect.Pointer
 	s.items = make(map[string]*slot[T])
 	s.idx.Store(idx)
 	s.arena.width = idx.len()
@@ -289,6 +298,9 @@ func (s *Store[T]) Replace(list []T, resourceVersion string) error {
 func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	if lenient && s.fewChanges(list, keys) {
+		return s.patch(list, keys)
+	}
 	// Build the new contents without holding mu: readers see the old
 	// contents until the swap below.
 	idx := s.idx.Load().empty()
@@ -329,6 +341,68 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 	s.items, s.arena, s.labels = items, ar, li
 	s.idx.Store(idx)
 	s.mu.Unlock()
+	return firstErr
+}
+
+// fewChanges reports whether list, whose keys are keys, differs from the
+// Store's contents in few objects: a relist that finds most objects
+// unchanged, as a relist after a 410 does when the cached objects are
+// reused (the very same pointers). The caller holds writeMu.
+func (s *Store[T]) fewChanges(list []T, keys []string) bool {
+	if !s.pointers || len(s.items) == 0 {
+		return false
+	}
+	budget := len(list)/4 + 1
+	same := 0
+	for i, obj := range list {
+		if sl, ok := s.items[keys[i]]; ok && samePointer(sl.obj, obj) {
+			same++
+		} else if budget--; budget == 0 {
+			return false
+		}
+	}
+	// The objects no longer listed are deleted: they count too.
+	return len(s.items)-same < budget
+}
+
+// samePointer reports whether a and b, of a pointer type, are one pointer.
+func samePointer[T any](a, b T) bool {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+}
+
+// patch makes the Store hold list, whose keys are keys, in place: the
+// objects that are the very same pointers stay as they are, with their
+// index entries; the others are stored or replaced, and the objects not
+// in list deleted. It holds mu throughout, so readers see the old contents
+// or the new, and allocates only for what changed. Index errors are as for
+// a lenient replace.
+func (s *Store[T]) patch(list []T, keys []string) error {
+	s.gen++
+	gen := s.gen
+	defer func() { clear(s.scratch) }()
+	var firstErr error
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, obj := range list {
+		if sl, ok := s.items[keys[i]]; ok && samePointer(sl.obj, obj) {
+			sl.mark = gen
+			continue
+		}
+		vals, err := s.idx.Load().values(obj, s.scratch[:0], true)
+		s.scratch = vals
+		firstErr = cmp.Or(firstErr, err)
+		var lbls map[string]string
+		if s.labelsOf != nil {
+			lbls = s.labelsOf(obj)
+		}
+		s.putLocked(keys[i], obj, vals, lbls)
+		s.items[keys[i]].mark = gen
+	}
+	for key, sl := range s.items {
+		if sl.mark != gen {
+			s.deleteLocked(key)
+		}
+	}
 	return firstErr
 }
 

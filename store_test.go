@@ -7,7 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/typedkube/informer/internal/testobj"
 )
@@ -397,4 +399,64 @@ func TestAllDuringWrites(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A relist of the very same objects is applied in place: it allocates
+// nothing per object, and the contents and indexes stay right when a few
+// objects change.
+func TestStoreRelistInPlace(t *testing.T) {
+	x := newLabelIndexer()
+	var list []*corev1.Pod
+	var keys []string
+	for i := range 1000 {
+		p := testobj.Pod(fmt.Sprint("ns-", i%3), fmt.Sprint("p", i), "1")
+		p.Labels = map[string]string{"app": fmt.Sprint("a", i%7)}
+		list = append(list, p)
+		keys = append(keys, p.Namespace+"/"+p.Name)
+	}
+	if err := x.replace(list, keys, true); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(10, func() {
+		if err := x.replace(list, keys, true); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 5 {
+		t.Errorf("a relist of 1000 unchanged objects allocates %v times, want a handful", allocs)
+	}
+	// A few changed, one gone, one new.
+	changed := slices.Clone(list)
+	changed[10] = testobj.Pod("ns-1", "p10", "2")
+	changed[10].Labels = map[string]string{"app": "moved"}
+	changed = slices.Delete(changed, 20, 21)
+	extra := testobj.Pod("ns-0", "new", "2")
+	extra.Labels = map[string]string{"app": "a0"}
+	changed = append(changed, extra)
+	ckeys := make([]string, len(changed))
+	for i, p := range changed {
+		ckeys[i] = p.Namespace + "/" + p.Name
+	}
+	if err := x.replace(changed, ckeys, true); err != nil {
+		t.Fatal(err)
+	}
+	fresh := newLabelIndexer()
+	if err := fresh.Replace(changed, "2"); err != nil {
+		t.Fatal(err)
+	}
+	for _, sel := range []string{"app=moved", "app=a0", "app in (a1,a2)", ""} {
+		s, _ := labels.Parse(sel)
+		got, _ := x.BySelector(s)
+		want, _ := fresh.BySelector(s)
+		if d := cmp.Diff(selectedKeys(want), selectedKeys(got)); d != "" {
+			t.Errorf("BySelector(%q) after an in-place relist (-rebuilt +in place):\n%s", sel, d)
+		}
+	}
+	for _, ns := range []string{"ns-0", "ns-1", "ns-2"} {
+		got, _ := x.ByIndex(NamespaceIndex, ns)
+		want, _ := fresh.ByIndex(NamespaceIndex, ns)
+		if d := cmp.Diff(selectedKeys(want), selectedKeys(got)); d != "" {
+			t.Errorf("ByIndex(namespace, %q) (-rebuilt +in place):\n%s", ns, d)
+		}
+	}
+	checkLabelIndex(t, 0, x)
 }
