@@ -49,3 +49,43 @@ func ExampleHandler() {
 	<-done
 	// Output: web-1
 }
+
+// legacyController is code written against client-go: it takes a
+// cache.SharedIndexInformer and reads through a generated lister.
+type legacyController struct {
+	lister corev1listers.PodLister
+	seen   chan string
+}
+
+func newLegacyController(inf cache.SharedIndexInformer) *legacyController {
+	c := &legacyController{lister: corev1listers.NewPodLister(inf.GetIndexer()), seen: make(chan string, 1)}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.seen <- obj.(*corev1.Pod).Name },
+	})
+	return c
+}
+
+// A controller written for client-go, given a typed informer: the wiring
+// changes, the controller does not.
+func ExampleSharedIndexInformer() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	src := informertest.NewSource(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1"}})
+	// Was: inf := factory.Core().V1().Pods().Informer()
+	pods, _ := informer.NewSharedIndexInformer(src, informer.SharedIndexInformerOptions[*corev1.Pod]{})
+	inf := clientgo.SharedIndexInformer(pods)
+
+	c := newLegacyController(inf)
+	go inf.Run(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	fmt.Println(<-c.seen)
+	p, _ := c.lister.Pods("default").Get("web-1")
+	fmt.Println(p.Name)
+	cancel()
+	for !inf.IsStopped() {
+		time.Sleep(time.Millisecond)
+	}
+	// Output:
+	// web-1
+	// web-1
+}

@@ -1,0 +1,212 @@
+package clientgo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/typedkube/informer"
+)
+
+// ErrForeignRegistration reports a registration that the adapter did not
+// hand out, given to RemoveEventHandler.
+var ErrForeignRegistration = errors.New("clientgo: registration not made by this informer")
+
+// SharedIndexInformer returns inf as a client-go cache.SharedIndexInformer,
+// for code written against client-go: handlers registered through it get
+// the objects as client-go's informers hand them (T in an interface{},
+// cache.DeletedFinalStateUnknown for a deletion whose final state is
+// unknown), GetIndexer and GetStore read inf's cache (see Indexer), and
+// cache.WaitForCacheSync works on its HasSynced and on its registrations'.
+// Run and RunWithContext run inf; a program may run inf itself instead,
+// but not both.
+//
+// What differs from client-go's informer:
+//   - A handler's resync period on an informer made without one is ignored
+//     with a warning, as client-go does, though our own AddEventHandler
+//     refuses it (informer.ErrResyncUnsupported). HandlerOptions.Logger is
+//     not used: handler panics are reported as inf's options say.
+//   - The *cache.Reflector a watch error handler gets is a stand-in that
+//     carries the informer's name, for cache.DefaultWatchErrorHandler and
+//     logging; it never runs. The errors are ours: a 410 is still
+//     apierrors.IsResourceExpired, a wrong object an *informer.EventError.
+//   - A transform that returns another type than T is an error (wrapping
+//     ErrWrongType) that the informer reports, never a panic.
+//   - Run logs the error that stopped the informer, if any, where
+//     client-go's returns nothing.
+func SharedIndexInformer[T informer.Object](inf *informer.SharedIndexInformer[T]) cache.SharedIndexInformer {
+	var zero T
+	stand := cache.NewReflectorWithOptions(noLW{}, zero, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: inf.Name()})
+	return &sharedIndexInformer[T]{inf: inf, indexer: Indexer(inf.GetIndexer()), reflector: stand}
+}
+
+type sharedIndexInformer[T informer.Object] struct {
+	inf       *informer.SharedIndexInformer[T]
+	indexer   cache.Indexer
+	reflector *cache.Reflector // the stand-in passed to watch error handlers
+}
+
+var _ cache.SharedIndexInformer = (*sharedIndexInformer[informer.Object])(nil)
+
+// registration is a client-go registration of one of our handlers.
+type registration[T informer.Object] struct {
+	r *informer.Registration[T]
+}
+
+func (r registration[T]) HasSynced() bool { return r.r.HasSynced() }
+
+func (r registration[T]) HasSyncedChecker() cache.DoneChecker {
+	return doneChecker{name: r.r.Name(), done: r.r.Synced()}
+}
+
+// doneChecker is a cache.DoneChecker over a channel.
+type doneChecker struct {
+	name string
+	done <-chan struct{}
+}
+
+func (d doneChecker) Name() string           { return d.name }
+func (d doneChecker) Done() <-chan struct{} { return d.done }
+
+func (a *sharedIndexInformer[T]) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return a.add(h, nil)
+}
+
+func (a *sharedIndexInformer[T]) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, resync time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return a.add(h, &resync)
+}
+
+func (a *sharedIndexInformer[T]) AddEventHandlerWithOptions(h cache.ResourceEventHandler, opts cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return a.add(h, opts.ResyncPeriod)
+}
+
+// add registers h with the resync period resync, if not nil.
+func (a *sharedIndexInformer[T]) add(h cache.ResourceEventHandler, resync *time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	if h == nil {
+		return nil, errors.New("clientgo: nil handler")
+	}
+	var opts informer.HandlerOptions
+	if resync != nil {
+		// client-go: zero means no resync for this handler.
+		opts.ResyncPeriod = *resync
+		if *resync == 0 {
+			opts.ResyncPeriod = -1
+		}
+	}
+	r, err := a.inf.AddEventHandler(Handler[T](h), opts)
+	if errors.Is(err, informer.ErrResyncUnsupported) {
+		klog.Background().Info("Warning: the handler's resync period is ignored: the informer was made without one",
+			"informer", a.inf.Name(), "resyncPeriod", opts.ResyncPeriod)
+		opts.ResyncPeriod = -1
+		r, err = a.inf.AddEventHandler(Handler[T](h), opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return registration[T]{r}, nil
+}
+
+func (a *sharedIndexInformer[T]) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
+	r, ok := handle.(registration[T])
+	if !ok {
+		return fmt.Errorf("%w: %T", ErrForeignRegistration, handle)
+	}
+	return a.inf.RemoveEventHandler(r.r)
+}
+
+func (a *sharedIndexInformer[T]) GetStore() cache.Store     { return a.indexer }
+func (a *sharedIndexInformer[T]) GetIndexer() cache.Indexer { return a.indexer }
+
+func (a *sharedIndexInformer[T]) GetController() cache.Controller { return controller[T]{a} }
+
+func (a *sharedIndexInformer[T]) Run(stopCh <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stopCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	a.RunWithContext(ctx)
+}
+
+func (a *sharedIndexInformer[T]) RunWithContext(ctx context.Context) {
+	if err := a.inf.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		klog.FromContext(ctx).Error(err, "Informer stopped", "informer", a.inf.Name())
+	}
+}
+
+func (a *sharedIndexInformer[T]) HasSynced() bool { return a.inf.HasSynced() }
+
+func (a *sharedIndexInformer[T]) HasSyncedChecker() cache.DoneChecker {
+	return doneChecker{name: a.inf.Name(), done: a.inf.Synced()}
+}
+
+func (a *sharedIndexInformer[T]) LastSyncResourceVersion() string {
+	return a.inf.LastSyncResourceVersion()
+}
+
+func (a *sharedIndexInformer[T]) SetWatchErrorHandler(h cache.WatchErrorHandler) error {
+	return a.inf.SetWatchErrorHandler(func(_ context.Context, err error) { h(a.reflector, err) })
+}
+
+func (a *sharedIndexInformer[T]) SetWatchErrorHandlerWithContext(h cache.WatchErrorHandlerWithContext) error {
+	return a.inf.SetWatchErrorHandler(func(ctx context.Context, err error) { h(ctx, a.reflector, err) })
+}
+
+func (a *sharedIndexInformer[T]) SetTransform(f cache.TransformFunc) error {
+	if f == nil {
+		return a.inf.SetTransform(nil)
+	}
+	return a.inf.SetTransform(func(obj T) (T, error) {
+		out, err := f(obj)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		t, ok := out.(T)
+		if !ok {
+			var zero T
+			return zero, fmt.Errorf("%w: the transform returned %T for a %T", ErrWrongType, out, obj)
+		}
+		return t, nil
+	})
+}
+
+func (a *sharedIndexInformer[T]) IsStopped() bool { return a.inf.IsStopped() }
+
+func (a *sharedIndexInformer[T]) AddIndexers(indexers cache.Indexers) error {
+	return a.indexer.AddIndexers(indexers)
+}
+
+// controller is what GetController returns: the informer, as client-go's
+// cache.Controller.
+type controller[T informer.Object] struct{ a *sharedIndexInformer[T] }
+
+func (c controller[T]) Run(stopCh <-chan struct{})         { c.a.Run(stopCh) }
+func (c controller[T]) RunWithContext(ctx context.Context) { c.a.RunWithContext(ctx) }
+func (c controller[T]) HasSynced() bool                    { return c.a.HasSynced() }
+func (c controller[T]) HasSyncedChecker() cache.DoneChecker {
+	return c.a.HasSyncedChecker()
+}
+func (c controller[T]) LastSyncResourceVersion() string { return c.a.LastSyncResourceVersion() }
+
+// noLW is the ListerWatcher of the stand-in Reflector, which never runs.
+type noLW struct{}
+
+func (noLW) List(metav1.ListOptions) (runtime.Object, error) {
+	return nil, errors.New("clientgo: the stand-in reflector does not list")
+}
+
+func (noLW) Watch(metav1.ListOptions) (watch.Interface, error) {
+	return nil, errors.New("clientgo: the stand-in reflector does not watch")
+}
