@@ -72,7 +72,7 @@ type doneChecker struct {
 	done <-chan struct{}
 }
 
-func (d doneChecker) Name() string           { return d.name }
+func (d doneChecker) Name() string          { return d.name }
 func (d doneChecker) Done() <-chan struct{} { return d.done }
 
 func (a *sharedIndexInformer[T]) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
