@@ -48,6 +48,13 @@ func newEventQueue[T any](keyFunc KeyFunc[T], transform TransformFunc[T]) *event
 	return q
 }
 
+// Len returns the number of queued events.
+func (q *eventQueue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.events.Len()
+}
+
 func (q *eventQueue[T]) Add(obj T) error    { return q.change(evAdd, obj) }
 func (q *eventQueue[T]) Update(obj T) error { return q.change(evUpdate, obj) }
 func (q *eventQueue[T]) Delete(obj T) error { return q.change(evDelete, obj) }

@@ -125,6 +125,9 @@ type SharedIndexInformer[T Object] struct {
 	synced chan struct{} // closed once the initial list is in the cache
 
 	failure *syncFailure // what keeps the informer from syncing
+
+	counters counters   // for Stats
+	queueLen func() int // the length of the running queue; guarded by mu, nil before Run
 }
 
 // NewSharedIndexInformer returns an informer for the objects lw lists and
@@ -386,6 +389,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 		onError = DefaultWatchErrorHandler
 	}
 	ropts.WatchErrorHandler = func(ctx context.Context, err error) {
+		s.counters.countError(err)
 		s.failure.note(s.opts.Name, s.HasSynced(), err)
 		onError(ctx, err)
 	}
@@ -403,11 +407,13 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 		})
 		store = deltaFIFOStore[T]{q, s}
 		process, closeQueue = func(ctx context.Context) { s.processDeltaFIFO(ctx, q) }, q.Close
+		s.queueLen = q.Len
 	default:
 		q := newEventQueue(MetaNamespaceKeyFunc[T], s.transform)
 		store, process, closeQueue = q, func(ctx context.Context) { s.processEvents(ctx, q) }, q.Close
+		s.queueLen = q.Len
 	}
-	r, err := NewReflector(s.lw, store, ropts)
+	r, err := NewReflector(ListerWatcher[T](countingListWatch[T]{s.lw, &s.counters}), store, ropts)
 	if err != nil {
 		// Every registration ends: no handler will be called.
 		s.stopped = true

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -115,6 +116,12 @@ type listener[T Object] struct {
 
 	depth  atomic.Int64
 	panics atomic.Int64
+	// Lag: when (in nanoseconds since base, plus one) the oldest
+	// notification of pending, and of the batch being delivered, was
+	// queued; 0 when there is none. Written under mu, and by run.
+	base         time.Time
+	pendingSince atomic.Int64
+	batchSince   atomic.Int64
 	// halted is set by stop without drain: run checks it before every
 	// call, so that at most the call in progress completes.
 	halted atomic.Bool
@@ -137,6 +144,7 @@ func newListener[T Object](h ResourceEventHandler[T], opts HandlerOptions, onPan
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		synced:   make(chan struct{}),
+		base:     time.Now(),
 	}
 	if l.name == "" {
 		l.name = handlerName(h)
@@ -176,11 +184,27 @@ func (l *listener[T]) push(ns []notification[T]) {
 			added++
 		}
 	}
+	if added != 0 && l.pendingSince.Load() == 0 {
+		l.pendingSince.Store(int64(time.Since(l.base)) + 1)
+	}
 	l.mu.Unlock()
 	if added != 0 {
 		l.depth.Add(int64(added))
 		l.kick()
 	}
+}
+
+// lag returns how long the oldest notification not yet delivered has
+// waited, at now; 0 if none.
+func (l *listener[T]) lag(now time.Time) time.Duration {
+	since := l.batchSince.Load()
+	if since == 0 {
+		since = l.pendingSince.Load()
+	}
+	if since == 0 || l.depth.Load() == 0 {
+		return 0
+	}
+	return max(now.Sub(l.base)-time.Duration(since-1), 0)
 }
 
 func (l *listener[T]) kick() {
@@ -241,6 +265,7 @@ func (l *listener[T]) run(ctx context.Context) {
 				l.depth.Add(-1)
 			}
 			batch.Clear() // only this goroutine touches spare outside take
+			l.batchSince.Store(0)
 		}
 	}
 }
@@ -271,6 +296,10 @@ func (l *listener[T]) take() (batch *deque.Deque[notification[T]], stopping, dra
 	if l.spare.Len() == 0 {
 		return nil, l.stopping, l.drain
 	}
+	if l.batchSince.Load() == 0 {
+		l.batchSince.Store(cmp.Or(l.pendingSince.Load(), int64(time.Since(l.base))+1))
+	}
+	l.pendingSince.Store(0)
 	return &l.spare, l.stopping, l.drain
 }
 
