@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of every module of the repository, with the race detector:
-# the library, the benchmark report command, and the end-to-end tests
+# the library, the benchmark report command, the Prometheus example, and
+# the end-to-end tests
 # against a real kube-apiserver and etcd (built first, from Go modules, into
 # e2e/.bin; a no-op when they are up to date).
 # Usage: ./test.sh
@@ -12,6 +13,9 @@ go test -race ./...
 
 echo "== bench: go test -race ./..."
 (cd bench && go test -race ./...)
+
+echo "== examples/prometheus: go test -race ./..."
+(cd examples/prometheus && go test -race ./...)
 
 echo "== e2e: building kube-apiserver and etcd (minutes the first time)"
 bash e2e/hack/build-servers.sh

@@ -1,0 +1,92 @@
+package prometheus_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/typedkube/informer"
+	informerprom "github.com/typedkube/informer/examples/prometheus"
+	"github.com/typedkube/informer/informertest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func pod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+}
+
+// runPods runs an informer of two Pods, with one handler, until the test
+// ends.
+func runPods(t *testing.T) *informer.SharedIndexInformer[*corev1.Pod] {
+	t.Helper()
+	src := informertest.NewSource(pod("web-1"), pod("web-2"))
+	inf, err := informer.NewSharedIndexInformer[*corev1.Pod](src, informer.SharedIndexInformerOptions[*corev1.Pod]{Name: "pods"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{}, informer.HandlerOptions{Name: "reconciler"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = inf.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := informer.WaitForCacheSync(ctx, inf, reg); err != nil {
+		t.Fatal(err)
+	}
+	return inf
+}
+
+// The collector exports an informer's Stats under the documented names.
+func TestCollector(t *testing.T) {
+	inf := runPods(t)
+	c := informerprom.NewCollector(inf)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	want := `
+# HELP informer_objects Objects in the cache.
+# TYPE informer_objects gauge
+informer_objects{name="pods"} 2
+# HELP informer_synced 1 once the informer has synced, 0 before.
+# TYPE informer_synced gauge
+informer_synced{name="pods"} 1
+# HELP informer_lists_total LISTs and watch-list streams.
+# TYPE informer_lists_total counter
+informer_lists_total{name="pods"} 1
+# HELP informer_relists_total Lists after the first, as after a 410 Gone.
+# TYPE informer_relists_total counter
+informer_relists_total{name="pods"} 0
+# HELP informer_decode_errors_total Objects the informer could not use: undecodable, of the wrong type, or refused by a transform or index.
+# TYPE informer_decode_errors_total counter
+informer_decode_errors_total{name="pods"} 0
+# HELP informer_handler_pending Notifications queued for a handler, not yet delivered.
+# TYPE informer_handler_pending gauge
+informer_handler_pending{handler="reconciler",name="pods"} 0
+# HELP informer_handler_panics_total Calls of a handler that panicked.
+# TYPE informer_handler_panics_total counter
+informer_handler_panics_total{handler="reconciler",name="pods"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"informer_objects", "informer_synced", "informer_lists_total", "informer_relists_total",
+		"informer_decode_errors_total", "informer_handler_pending", "informer_handler_panics_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(c); n != 13 {
+		t.Errorf("%d metrics, want 13 (10 of the informer, 3 of its handler)", n)
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(""), "informer_queued_items"); err == nil {
+		t.Error("informer_queued_items is missing")
+	}
+	c.Remove(inf)
+	if n := testutil.CollectAndCount(c); n != 0 {
+		t.Errorf("%d metrics after Remove, want 0", n)
+	}
+}
