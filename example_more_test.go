@@ -54,16 +54,21 @@ func ExampleHandlerOptions() {
 			updates <- p.Labels["app"]
 		},
 	}, informer.HandlerOptions{Name: "slow", Coalesce: true})
+	// A second handler, told of each change right after the first.
+	sawV4 := make(chan struct{})
+	pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
+		UpdateFunc: func(_, p *corev1.Pod) {
+			if p.Labels["app"] == "v4" {
+				close(sawV4)
+			}
+		},
+	})
 	stop := run(pods)
 	defer stop()
-	ctx := context.Background()
 	for _, app := range []string{"v2", "v3", "v4"} {
-		p, _ := src.Update(labelled("default", "web-1", app))
-		pods.WaitForResourceVersion(ctx, p.ResourceVersion)
+		src.Update(labelled("default", "web-1", app))
 	}
-	for reg.Pending() < 2 { // handlers hear of a change a moment after the cache has it
-		time.Sleep(time.Millisecond)
-	}
+	<-sawV4
 	fmt.Println("pending:", reg.Pending()) // the add in progress, and the three updates as one
 	close(release)
 	fmt.Println("update to", <-updates)
