@@ -65,6 +65,7 @@ func ExampleHandlerOptions() {
 	})
 	stop := run(pods)
 	defer stop()
+	informer.WaitForCacheSync(context.Background(), pods)
 	for _, app := range []string{"v2", "v3", "v4"} {
 		src.Update(labelled("default", "web-1", app))
 	}
