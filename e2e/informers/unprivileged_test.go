@@ -105,8 +105,10 @@ func TestUnprivileged(t *testing.T) {
 	t.Logf("%d requests, %d LISTs in %v; gaps between LISTs %v", len(reqs), len(lists), elapsed.Round(time.Millisecond), gaps)
 }
 
-// TestUnprivilegedFactory checks the Factory's side of it: WaitForCacheSync gives up with an
-// error wrapping informer.ErrNotSynced and naming the informer, and Shutdown returns.
+// TestUnprivilegedFactory checks the Factory's side of it: WaitForCacheSync returns as soon as
+// the server says Forbidden, long before its context ends, with an error wrapping
+// informer.ErrNotSynced, informer.ErrSyncFailed and the Forbidden error, naming the informer;
+// and Shutdown returns.
 func TestUnprivilegedFactory(t *testing.T) {
 	verifyNoGoroutinesLeft(t)
 	ctx := testContext(t, time.Minute)
@@ -117,11 +119,11 @@ func TestUnprivilegedFactory(t *testing.T) {
 		t.Fatal(err) // discovery is allowed to every authenticated user
 	}
 	f.Start(ctx)
-	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	synced, err := f.WaitForCacheSync(waitCtx)
-	if !errors.Is(err, informer.ErrNotSynced) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "v1/pods") {
-		t.Errorf("WaitForCacheSync: %v, want ErrNotSynced naming v1/pods, wrapping context.DeadlineExceeded", err)
+	// Only the Forbidden answer can end this wait before the test's own deadline.
+	synced, err := f.WaitForCacheSync(ctx)
+	if !errors.Is(err, informer.ErrNotSynced) || !errors.Is(err, informer.ErrSyncFailed) || !apierrors.IsForbidden(err) ||
+		errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "v1/pods") {
+		t.Errorf("WaitForCacheSync: %v, want ErrNotSynced naming v1/pods, wrapping ErrSyncFailed and Forbidden, before the deadline", err)
 	}
 	if synced["v1/pods"] {
 		t.Errorf("synced = %v", synced)
