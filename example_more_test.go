@@ -164,3 +164,38 @@ func ExampleQueueMode() {
 	fmt.Println(pods.GetIndexer().Len(), pods.Stats().Lists)
 	// Output: 1 1
 }
+
+// A consumer that cannot process an item yet puts it back with a
+// *RequeueError: Pop returns the error it wraps, and the item is popped
+// again later.
+func ExampleRequeueError() {
+	q := informer.NewFIFO(informer.MetaNamespaceKeyFunc[*corev1.Pod])
+	q.Add(labelled("default", "web-1", "web"))
+	busy := errors.New("database busy")
+	_, err := q.Pop(func(p *corev1.Pod, _ bool) error {
+		return &informer.RequeueError{Err: busy}
+	})
+	fmt.Println(errors.Is(err, busy), len(q.ListKeys()))
+	q.Pop(func(p *corev1.Pod, _ bool) error {
+		fmt.Println("processed", p.Name)
+		return nil
+	})
+	// Output:
+	// true 1
+	// processed web-1
+}
+
+// WaitForCacheSync waits for anything with a HasSynced method, and for a
+// plain function as a SyncFunc.
+func ExampleSyncFunc() {
+	ready := false
+	check := informer.SyncFunc(func() bool { return ready })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	fmt.Println(informer.WaitForCacheSync(ctx, check) != nil) // never ready: the context ends
+	ready = true
+	fmt.Println(informer.WaitForCacheSync(context.Background(), check))
+	// Output:
+	// true
+	// <nil>
+}
