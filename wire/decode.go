@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"unsafe"
 )
 
@@ -505,6 +506,8 @@ func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 type mapTable struct {
 	seed  maphash.Seed
 	slots []mapSlot
+	keys  []string // scratch of share
+	buf   []byte   // scratch of share
 }
 
 type mapSlot struct {
@@ -527,4 +530,37 @@ func (t *mapTable) slot(run []byte) *mapSlot {
 		return nil
 	}
 	return &t.slots[maphash.Bytes(t.seed, run)&(mapSlots-1)]
+}
+
+// share replaces the map at m, decoded from JSON, by an equal one seen
+// recently, or remembers it. Its key is the entries in key order, each key
+// and value preceded by its length, so that no two maps have one key.
+func (t *mapTable) share(m *map[string]string) {
+	if len(*m) == 0 {
+		return
+	}
+	t.keys = t.keys[:0]
+	n := 0
+	for k, v := range *m {
+		t.keys = append(t.keys, k)
+		n += len(k) + len(v) + 2*binary.MaxVarintLen64
+	}
+	if n > mapMaxRun {
+		clear(t.keys)
+		return
+	}
+	slices.Sort(t.keys)
+	t.buf = t.buf[:0]
+	for _, k := range t.keys {
+		v := (*m)[k]
+		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(k))), k...)
+		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(v))), v...)
+	}
+	clear(t.keys)
+	slot := t.slot(t.buf)
+	if slot.m != nil && slot.run == string(t.buf) {
+		*m = slot.m
+		return
+	}
+	*slot = mapSlot{run: string(t.buf), m: *m}
 }

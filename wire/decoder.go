@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -49,11 +50,15 @@ type Decoder[PP any] struct {
 	plan *plan
 	elem reflect.Type // P
 	json reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
-	mu   sync.Mutex   // guards strs and maps
+	mu   sync.Mutex   // guards strs, maps and jsonMaps
 	strs *interner
 	maps *mapTable
-	opts Options
-	meta int // offset of P's Meta, or -1
+	// jsonMaps shares the labels and annotations of JSON-decoded objects,
+	// at jsonMapOffsets in P: a table of its own, keyed otherwise.
+	jsonMaps       *mapTable
+	jsonMapOffsets []uintptr
+	opts           Options
+	meta           int // offset of P's Meta, or -1
 	// elemType is the descriptor of P, for allocating one.
 	elemType unsafe.Pointer
 	tname    string
@@ -88,6 +93,8 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		d.strs = newInterner()
 		if !opts.NoMapSharing {
 			d.maps = newMapTable()
+			d.jsonMaps = newMapTable()
+			d.jsonMapOffsets = jsonMapFields(p)
 		}
 	}
 	if p != t {
@@ -163,7 +170,35 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
 			m.Annotations = nil
 		}
 	}
+	if d.jsonMaps != nil && len(d.jsonMapOffsets) > 0 {
+		d.mu.Lock()
+		for _, off := range d.jsonMapOffsets {
+			d.jsonMaps.share((*map[string]string)(unsafe.Add(p, off)))
+		}
+		d.mu.Unlock()
+	}
 	return cast[PP](p), nil
+}
+
+// jsonMapFields returns the offsets in p of the labels and annotations of
+// its metadata: an embedded metav1.ObjectMeta's, or its Meta's.
+func jsonMapFields(p reflect.Type) []uintptr {
+	var base uintptr
+	var meta reflect.Type
+	if off := metaOffset(p); off >= 0 {
+		base, meta = uintptr(off), reflect.TypeFor[Meta[struct{}]]()
+	} else if f, ok := p.FieldByName("ObjectMeta"); ok && f.Type == reflect.TypeFor[metav1.ObjectMeta]() && len(f.Index) == 1 {
+		base, meta = f.Offset, f.Type
+	} else {
+		return nil
+	}
+	var out []uintptr
+	for _, name := range []string{"Labels", "Annotations"} {
+		if f, ok := meta.FieldByName(name); ok && f.Type == stringMapType {
+			out = append(out, base+f.Offset)
+		}
+	}
+	return out
 }
 
 // shadower builds, for a projection P of T, a struct type with P's layout

@@ -106,3 +106,55 @@ func TestMapSharingCopiesOnWrite(t *testing.T) {
 		t.Errorf("the first Pod's labels changed (-want +got):\n%s", d)
 	}
 }
+
+// Objects decoded from JSON share their labels and annotations too, keyed
+// by their entries whatever the order on the wire, and never a map whose
+// entries merely concatenate alike.
+func TestJSONMapSharing(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(js string) *corev1.Pod {
+		t.Helper()
+		p, err := d.JSON([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := decode(`{"metadata":{"name":"a","labels":{"app":"web","tier":"front"},"annotations":{"n":"1"}}}`)
+	b := decode(`{"metadata":{"name":"b","labels":{"tier":"front","app":"web"},"annotations":{"n":"1"}}}`)
+	c := decode(`{"metadata":{"name":"c","labels":{"app":"web"}}}`)
+	if mapPointer(a.Labels) != mapPointer(b.Labels) || mapPointer(a.Annotations) != mapPointer(b.Annotations) {
+		t.Error("equal labels and annotations in another order are not shared")
+	}
+	if mapPointer(a.Labels) == mapPointer(c.Labels) || len(c.Labels) != 1 {
+		t.Errorf("other labels shared: %v", c.Labels)
+	}
+	// Two maps that would look alike joined with separators.
+	x := decode(`{"metadata":{"name":"x","annotations":{"a":"1\u0000b\u00002"}}}`)
+	y := decode(`{"metadata":{"name":"y","annotations":{"a":"1","b":"2"}}}`)
+	if d := cmp.Diff(map[string]string{"a": "1", "b": "2"}, y.Annotations); d != "" || len(x.Annotations) != 1 {
+		t.Errorf("annotations mixed up: %q and %q", x.Annotations, y.Annotations)
+	}
+	off, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{NoMapSharing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := off.JSON([]byte(`{"metadata":{"name":"a","labels":{"app":"web"}}}`))
+	p2, _ := off.JSON([]byte(`{"metadata":{"name":"b","labels":{"app":"web"}}}`))
+	if mapPointer(p1.Labels) == mapPointer(p2.Labels) {
+		t.Error("NoMapSharing: JSON labels shared")
+	}
+	// A projection's Meta shares them as well.
+	slim, err := NewDecoder[*podSlim, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, _ := slim.JSON([]byte(`{"metadata":{"name":"a","labels":{"app":"web"}}}`))
+	s2, _ := slim.JSON([]byte(`{"metadata":{"name":"b","labels":{"app":"web"}}}`))
+	if mapPointer(s1.Labels) != mapPointer(s2.Labels) {
+		t.Error("a projection's JSON labels are not shared")
+	}
+}

@@ -12,9 +12,11 @@ import (
 
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/e2e/internal/kubetest"
+	"github.com/typedkube/informer/e2e/internal/widget"
 	"github.com/typedkube/informer/wire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -31,6 +33,9 @@ import (
 //   - impl=typed: informer.NewFactory and informer.For[*corev1.Pod]: protobuf and a watch-list
 //     stream, decoded by package wire (the factory's default DecodeWire).
 //
+// widgets=10k (2k with -short) starts from Widgets, a CRD served in JSON: client-go's
+// cache.NewSharedIndexInformer over the Widget typed client, and our For[*widget.Widget].
+//
 // Both are polled for HasSynced every millisecond, so that the wait itself costs the same.
 func BenchmarkColdStart(b *testing.B) {
 	cfg := benchConfig()
@@ -44,6 +49,60 @@ func BenchmarkColdStart(b *testing.B) {
 				coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{}))
 			})
 		})
+	}
+	n := widgetCount()
+	ns := widgets(b, n)
+	b.Run(fmt.Sprintf("widgets=%dk", n/1000), func(b *testing.B) {
+		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamWidgets(b, cfg, ns)) })
+		b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedWidgets(b, cfg, ns)) })
+	})
+}
+
+// widgetCount is how many Widgets BenchmarkColdStart starts from: 10,000, or 2,000 with -short.
+func widgetCount() int {
+	if testing.Short() {
+		return 2000
+	}
+	return 10000
+}
+
+// upstreamWidgets starts client-go's informer of the Widgets of ns, as a CRD's generated
+// informer does: cache.NewSharedIndexInformer over its typed client (JSON), with the namespace
+// index.
+func upstreamWidgets(b *testing.B, cfg *rest.Config, ns string) startFunc {
+	client, err := widget.NewClient(cfg, ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
+				return client.List(ctx, o)
+			},
+			WatchFuncWithContext: client.Watch,
+		}
+		inf := cache.NewSharedIndexInformer(lw, &widget.Widget{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); inf.RunWithContext(ctx) }()
+		return inf.HasSynced, func() int { return len(inf.GetStore().ListKeys()) }, func() { cancel(); <-done }
+	}
+}
+
+// typedWidgets starts our informer of the Widgets of ns: For[*widget.Widget] with the Widget
+// scheme, decoded from JSON by package wire.
+func typedWidgets(b *testing.B, cfg *rest.Config, ns string) startFunc {
+	return func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+		f, err := informer.NewFactory(cfg, informer.FactoryOptions{Namespace: ns, Scheme: widget.NewScheme()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		inf, err := informer.For[*widget.Widget](f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Start(ctx)
+		return inf.HasSynced, inf.GetIndexer().Len, f.Shutdown
 	}
 }
 

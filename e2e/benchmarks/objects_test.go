@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/typedkube/informer/e2e/internal/kubetest"
+	"github.com/typedkube/informer/e2e/internal/widget"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,8 +57,9 @@ func benchPod(i int) *corev1.Pod {
 
 // Objects shared by the benchmarks of one binary, created once.
 var (
-	podsMu sync.Mutex
-	podsNS = map[int]string{} // namespace of n Pods, by n
+	podsMu    sync.Mutex
+	podsNS    = map[int]string{} // namespace of n Pods, by n
+	widgetsNS = map[int]string{} // namespace of n Widgets, by n
 
 	configMapsOnce sync.Once
 	configMapsNS   string
@@ -89,6 +91,48 @@ func pods(b *testing.B, n int) string {
 	return ns
 }
 
+// widgets installs the Widget CRD and creates n Widgets with labels and an annotation in a
+// namespace of their own, once per benchmark binary and n.
+func widgets(b *testing.B, n int) string {
+	b.Helper()
+	podsMu.Lock()
+	defer podsMu.Unlock()
+	if ns, ok := widgetsNS[n]; ok {
+		return ns
+	}
+	var client *widget.Client
+	ns, err := populate(b, fmt.Sprintf("bench-widgets-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+		_, err := client.Create(ctx, benchWidget(i), metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context, c *kubetest.Clients, ns string) error {
+		if err := widget.Install(ctx, c.Dynamic, ns, time.Minute); err != nil {
+			return err
+		}
+		var err error
+		client, err = widget.NewClient(c.Config, ns)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	widgetsNS[n] = ns
+	return ns
+}
+
+// benchWidget is a Widget with labels and an annotation, about 400 bytes of JSON.
+func benchWidget(i int) *widget.Widget {
+	return &widget.Widget{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("widget-%05d", i),
+			Labels: map[string]string{
+				"app": "bench", "tier": []string{"web", "api", "db"}[i%3], "shard": fmt.Sprint(i % 16),
+			},
+			Annotations: map[string]string{"bench.typedkube.io/owner": "team-" + fmt.Sprint(i%8)},
+		},
+		Spec: widget.WidgetSpec{Color: []string{"red", "green", "blue"}[i%3], Size: int64(i)},
+	}
+}
+
 // configMaps creates watchedConfigs small ConfigMaps in a namespace of their own, once per
 // benchmark binary.
 func configMaps(b *testing.B) string {
@@ -108,8 +152,10 @@ func configMaps(b *testing.B) string {
 	return configMapsNS
 }
 
-// populate creates a namespace and n objects in it with create, createWorkers at a time.
-func populate(b *testing.B, prefix string, n int, create func(ctx context.Context, c *kubetest.Clients, ns string, i int) error) (string, error) {
+// populate creates a namespace and n objects in it with create, createWorkers at a time, after
+// running setup, if any, in the new namespace.
+func populate(b *testing.B, prefix string, n int, create func(ctx context.Context, c *kubetest.Clients, ns string, i int) error,
+	setup ...func(ctx context.Context, c *kubetest.Clients, ns string) error) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, err := kubetest.NewClients(benchConfig())
@@ -120,6 +166,11 @@ func populate(b *testing.B, prefix string, n int, create func(ctx context.Contex
 	ns, err := kubetest.NewNamespace(ctx, c.Kube, prefix)
 	if err != nil {
 		return "", err
+	}
+	for _, f := range setup {
+		if err := f(ctx, c, ns); err != nil {
+			return "", fmt.Errorf("populate %s: %w", ns, err)
+		}
 	}
 	start := time.Now()
 	err = kubetest.Parallel(ctx, n, createWorkers, func(ctx context.Context, i int) error { return create(ctx, c, ns, i) })
