@@ -59,3 +59,30 @@ func ExampleFactory() {
 	// web-2 runs on node-b
 	// 1 pod on node-a: web-1
 }
+
+// DecodeClientGo decodes with client-go's codecs instead of package wire;
+// the objects are the same, only the cost differs.
+func ExampleDecodingMode() {
+	srv := fakeapi.New(scheme.Scheme, fakeapi.Resource{
+		GVK: corev1.SchemeGroupVersion.WithKind("Pod"), Name: "pods", Namespaced: true, Protobuf: true,
+	})
+	defer srv.Close()
+	srv.Create(pod("default", "web-1", "node-a"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, mode := range []informer.DecodingMode{informer.DecodeWire, informer.DecodeClientGo} {
+		f, err := informer.NewFactory(srv.Config(), informer.FactoryOptions{Decoding: mode})
+		if err != nil {
+			panic(err)
+		}
+		pods, _ := informer.For[*corev1.Pod](f)
+		f.Start(ctx)
+		f.WaitForCacheSync(ctx)
+		p, _ := pods.Lister().ByNamespace("default").Get("web-1")
+		fmt.Println(p.Name, p.Spec.NodeName)
+		f.Shutdown()
+	}
+	// Output:
+	// web-1 node-a
+	// web-1 node-a
+}
