@@ -10,8 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
@@ -79,19 +77,9 @@ func (c *calls) waitFor(t *testing.T, n int) []string {
 func TestHandlerAndListerWatcherMatchClientGo(t *testing.T) {
 	cs := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}})
 	watching := make(chan struct{}, 4)
-	clw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return cs.CoreV1().Pods("a").List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := cs.CoreV1().Pods("a").Watch(ctx, o)
-			watching <- struct{}{}
-			return w, err
-		},
-	}
-	// The fake's typed watch cannot end a watch-list stream: say so, as
-	// client-go's fake clientsets do, for both informers.
-	marked := noWatchList{clw}
+	// The fake's typed watch cannot end a watch-list stream: fakePods says
+	// so, as client-go's fake clientsets do, for both informers.
+	marked := fakePods(cs, watching)
 	theirs := cache.NewSharedIndexInformer(marked, &corev1.Pod{}, 0, cache.Indexers{})
 	ours, err := informer.NewSharedIndexInformer(ListerWatcher[*corev1.Pod](marked), informer.SharedIndexInformerOptions[*corev1.Pod]{})
 	if err != nil {
