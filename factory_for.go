@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -398,7 +397,7 @@ func join[T Object](f *Factory, e *factoryEntry, o ForOptions[T]) (*SharedIndexI
 	if o.FieldSelector != "" && o.FieldSelector != s.fieldSelector {
 		return nil, fmt.Errorf("%w: %s selects fields %q, not %q", ErrOptionsConflict, s.name, s.fieldSelector, o.FieldSelector)
 	}
-	if o.TweakListOptions != nil && (s.tweak == nil || !sameFuncValue(o.TweakListOptions, s.tweak)) {
+	if o.TweakListOptions != nil && (s.tweak == nil || !sameFunc(o.TweakListOptions, s.tweak)) {
 		return nil, fmt.Errorf("%w: %s was made with another TweakListOptions, or none", ErrOptionsConflict, s.name)
 	}
 	if o.ResyncPeriod != 0 && o.ResyncPeriod != s.resync {
@@ -479,9 +478,8 @@ func callIndexFunc[T Object](f IndexFunc[T], obj T) (vals []string, err error) {
 // captured state. Comparing the code pointers alone, as
 // reflect.Value.Pointer does, would take two closures of one function
 // literal over different variables for the same function.
-func sameFunc[F ~func(A) (R, error), A, R any](a, b F) bool {
-	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
-}
+// F is a func type.
+func sameFunc[F any](a, b F) bool { return samePointer(a, b) }
 
 // resourceName names the informer of For for gvr: "v1/pods",
 // "apps/v1/deployments".

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,10 +184,4 @@ func transformFor[T Object](f *Factory, o ForOptions[T]) TransformFunc[T] {
 		}
 		return t, nil
 	}
-}
-
-// sameFuncValue reports whether a and b, of a func type, are the very same
-// function value (see sameFunc).
-func sameFuncValue[F any](a, b F) bool {
-	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }

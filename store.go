@@ -365,7 +365,8 @@ func (s *Store[T]) fewChanges(list []T, keys []string) bool {
 	return len(s.items)-same < budget
 }
 
-// samePointer reports whether a and b, of a pointer type, are one pointer.
+// samePointer reports whether a and b, of a pointer-shaped type (a pointer,
+// or a func value, which points at its closure record), are one pointer.
 func samePointer[T any](a, b T) bool {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }
