@@ -25,22 +25,34 @@ var ErrForeignRegistration = errors.New("clientgo: registration not made by this
 // cache.DeletedFinalStateUnknown for a deletion whose final state is
 // unknown), GetIndexer and GetStore read inf's cache (see Indexer), and
 // cache.WaitForCacheSync works on its HasSynced and on its registrations'.
-// Run and RunWithContext run inf; a program may run inf itself instead,
-// but not both.
+// A registration can be given back to RemoveEventHandler and to
+// cache.ShutDownEventHandler; one made by another informer is an error
+// wrapping ErrForeignRegistration. Run and RunWithContext run inf; a
+// program may run inf itself instead, but not both.
 //
 // What differs from client-go's informer:
 //   - A handler's resync period on an informer made without one is ignored
 //     with a warning, as client-go does, though our own AddEventHandler
 //     refuses it (informer.ErrResyncUnsupported). HandlerOptions.Logger is
-//     not used: handler panics are reported as inf's options say.
+//     not used.
+//   - A handler that panics does not crash the program, as client-go's
+//     default (utilruntime.ReallyCrash) does: the panic is reported as inf's
+//     HandlerPanic option says, and the handler gets the next notification
+//     at once.
 //   - The *cache.Reflector a watch error handler gets is a stand-in that
 //     carries the informer's name, for cache.DefaultWatchErrorHandler and
 //     logging; it never runs. The errors are ours: a 410 is still
 //     apierrors.IsResourceExpired, a wrong object an *informer.EventError.
-//   - A transform that returns another type than T is an error (wrapping
-//     ErrWrongType) that the informer reports, never a panic.
+//     A nil handler restores the default, as in client-go.
+//   - A transform that returns another type than T is an error wrapping
+//     ErrWrongType, never a panic: like a transform's own error, it fails
+//     the list or watch event that carried the object, and the informer
+//     reports it to the watch error handler.
+//   - GetController's Run and RunWithContext run the informer, as its own
+//     Run does; client-go's are no-ops. Either way, run the informer once.
 //   - Run logs the error that stopped the informer, if any, where
-//     client-go's returns nothing.
+//     client-go's returns nothing; a second Run logs informer.ErrStarted
+//     and returns, as client-go's logs a warning.
 func SharedIndexInformer[T informer.Object](inf *informer.SharedIndexInformer[T]) cache.SharedIndexInformer {
 	var zero T
 	stand := cache.NewReflectorWithOptions(noLW{}, zero, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: inf.Name()})
@@ -65,6 +77,10 @@ func (r registration[T]) HasSynced() bool { return r.r.HasSynced() }
 func (r registration[T]) HasSyncedChecker() cache.DoneChecker {
 	return doneChecker{name: r.r.Name(), done: r.r.Synced()}
 }
+
+// ShutdownChan returns a channel closed once the handler will not be called
+// again, for cache.ShutDownEventHandler.
+func (r registration[T]) ShutdownChan() <-chan struct{} { return r.r.Done() }
 
 // doneChecker is a cache.DoneChecker over a channel.
 type doneChecker struct {
@@ -156,10 +172,16 @@ func (a *sharedIndexInformer[T]) LastSyncResourceVersion() string {
 }
 
 func (a *sharedIndexInformer[T]) SetWatchErrorHandler(h cache.WatchErrorHandler) error {
+	if h == nil {
+		return a.inf.SetWatchErrorHandler(nil)
+	}
 	return a.inf.SetWatchErrorHandler(func(_ context.Context, err error) { h(a.reflector, err) })
 }
 
 func (a *sharedIndexInformer[T]) SetWatchErrorHandlerWithContext(h cache.WatchErrorHandlerWithContext) error {
+	if h == nil {
+		return a.inf.SetWatchErrorHandler(nil)
+	}
 	return a.inf.SetWatchErrorHandler(func(ctx context.Context, err error) { h(ctx, a.reflector, err) })
 }
 
