@@ -185,14 +185,23 @@ func (a *indexer[T]) GetIndexers() cache.Indexers {
 }
 
 func (a *indexer[T]) AddIndexers(indexers cache.Indexers) error {
-	add := make(informer.Indexers[T], len(indexers))
-	for name, f := range indexers {
-		if f == nil {
-			return fmt.Errorf("clientgo: nil IndexFunc for index %q", name)
-		}
-		add[name] = func(t T) ([]string, error) { return f(t) }
+	add, err := typedIndexers[T](indexers)
+	if err != nil {
+		return err
 	}
 	return a.x.AddIndexers(add)
+}
+
+// typedIndexers converts client-go index functions to ours.
+func typedIndexers[T informer.Object](indexers cache.Indexers) (informer.Indexers[T], error) {
+	out := make(informer.Indexers[T], len(indexers))
+	for name, f := range indexers {
+		if f == nil {
+			return nil, fmt.Errorf("clientgo: nil IndexFunc for index %q", name)
+		}
+		out[name] = func(t T) ([]string, error) { return f(t) }
+	}
+	return out, nil
 }
 
 // withMeta returns a new T with the namespace, name, labels and

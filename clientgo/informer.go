@@ -108,7 +108,8 @@ func (a *sharedIndexInformer[T]) add(h cache.ResourceEventHandler, resync *time.
 	if h == nil {
 		return nil, errors.New("clientgo: nil handler")
 	}
-	var opts informer.HandlerOptions
+	// Named after the client-go handler, not the adapter around it.
+	opts := informer.HandlerOptions{Name: fmt.Sprintf("%T", h)}
 	if resync != nil {
 		// client-go: zero means no resync for this handler.
 		opts.ResyncPeriod = *resync
@@ -156,7 +157,10 @@ func (a *sharedIndexInformer[T]) Run(stopCh <-chan struct{}) {
 }
 
 func (a *sharedIndexInformer[T]) RunWithContext(ctx context.Context) {
-	if err := a.inf.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	switch err := a.inf.Run(ctx); {
+	case errors.Is(err, informer.ErrStarted):
+		klog.FromContext(ctx).Info("Warning: the informer has already been started; it runs only once", "informer", a.inf.Name())
+	case err != nil && !errors.Is(err, context.Canceled):
 		klog.FromContext(ctx).Error(err, "Informer stopped", "informer", a.inf.Name())
 	}
 }
@@ -207,7 +211,11 @@ func (a *sharedIndexInformer[T]) SetTransform(f cache.TransformFunc) error {
 func (a *sharedIndexInformer[T]) IsStopped() bool { return a.inf.IsStopped() }
 
 func (a *sharedIndexInformer[T]) AddIndexers(indexers cache.Indexers) error {
-	return a.indexer.AddIndexers(indexers)
+	add, err := typedIndexers[T](indexers)
+	if err != nil {
+		return err
+	}
+	return a.inf.AddIndexers(add)
 }
 
 // controller is what GetController returns: the informer, as client-go's
