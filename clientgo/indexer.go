@@ -34,6 +34,9 @@ func Indexer[T informer.Object](x *informer.Indexer[T]) cache.Indexer {
 
 type indexer[T informer.Object] struct {
 	x *informer.Indexer[T]
+	// applied, if set, answers LastStoreSyncResourceVersion: for an
+	// informer's cache, which the informer writes without the adapter.
+	applied func() string
 
 	mu sync.Mutex // guards rv
 	rv string
@@ -90,6 +93,9 @@ func (a *indexer[T]) List() []any { return untyped(a.x.List()) }
 func (a *indexer[T]) ListKeys() []string { return a.x.ListKeys() }
 
 func (a *indexer[T]) LastStoreSyncResourceVersion() string {
+	if a.applied != nil {
+		return a.applied()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.rv

@@ -23,7 +23,9 @@ var ErrForeignRegistration = errors.New("clientgo: registration not made by this
 // for code written against client-go: handlers registered through it get
 // the objects as client-go's informers hand them (T in an interface{},
 // cache.DeletedFinalStateUnknown for a deletion whose final state is
-// unknown), GetIndexer and GetStore read inf's cache (see Indexer), and
+// unknown), GetIndexer and GetStore read inf's cache (see Indexer; their
+// LastStoreSyncResourceVersion is inf.AppliedResourceVersion, as client-go's
+// with its AtomicFIFO gate, and "" in QueueDeltaFIFO mode), and
 // cache.WaitForCacheSync works on its HasSynced and on its registrations'.
 // A registration can be given back to RemoveEventHandler and to
 // cache.ShutDownEventHandler; one made by another informer is an error
@@ -56,7 +58,11 @@ var ErrForeignRegistration = errors.New("clientgo: registration not made by this
 func SharedIndexInformer[T informer.Object](inf *informer.SharedIndexInformer[T]) cache.SharedIndexInformer {
 	var zero T
 	stand := cache.NewReflectorWithOptions(noLW{}, zero, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: inf.Name()})
-	return &sharedIndexInformer[T]{inf: inf, indexer: Indexer(inf.GetIndexer()), reflector: stand}
+	x := &indexer[T]{x: inf.GetIndexer(), applied: func() string {
+		rv, _ := inf.AppliedResourceVersion()
+		return rv
+	}}
+	return &sharedIndexInformer[T]{inf: inf, indexer: x, reflector: stand}
 }
 
 type sharedIndexInformer[T informer.Object] struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -230,6 +231,17 @@ func TestSharedIndexInformerScriptMatchesClientGo(t *testing.T) {
 	}
 	mustPod(src.Add(srcPod("end-2", "")))
 	compare("relist", endAt("a/end-2"))
+	// The caches applied the same changes, up to the same version.
+	for i, s := range sides {
+		if got, want := s.inf.GetIndexer().LastStoreSyncResourceVersion(), src.ResourceVersion(); got != want {
+			t.Errorf("%s: LastStoreSyncResourceVersion = %q, want %q", s.name, got, want)
+		}
+		if i > 0 {
+			if diff := gocmp.Diff(sides[0].inf.GetStore().ListKeys(), s.inf.GetStore().ListKeys(), cmpopts.SortSlices(cmp.Less[string])); diff != "" {
+				t.Errorf("cached keys (-client-go +ours):\n%s", diff)
+			}
+		}
+	}
 	got := sides[1].rec.snapshot()
 	if !slices.ContainsFunc(got, func(c call) bool {
 		return c.Key == "a/db" && c.Deleted == "cache.DeletedFinalStateUnknown" && c.Final == "*v1.Pod"

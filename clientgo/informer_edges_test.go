@@ -151,6 +151,9 @@ func TestSharedIndexInformerLifeCycle(t *testing.T) {
 	if got, err := inf.GetIndexer().ByIndex("node", "n1"); err != nil || len(got) != 1 {
 		t.Errorf("ByIndex(node, n1) = %v, %v", got, err)
 	}
+	if rv := inf.GetIndexer().LastStoreSyncResourceVersion(); rv != src.ResourceVersion() {
+		t.Errorf("LastStoreSyncResourceVersion = %q, want the source's %q", rv, src.ResourceVersion())
+	}
 	if inf.GetStore() != inf.GetIndexer() {
 		t.Error("GetStore and GetIndexer differ")
 	}
