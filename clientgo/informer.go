@@ -35,8 +35,10 @@ var ErrForeignRegistration = errors.New("clientgo: registration not made by this
 // What differs from client-go's informer:
 //   - A handler's resync period on an informer made without one is ignored
 //     with a warning, as client-go does, though our own AddEventHandler
-//     refuses it (informer.ErrResyncUnsupported). HandlerOptions.Logger is
-//     not used.
+//     refuses it (informer.ErrResyncUnsupported). A period under a second,
+//     or under the check period of a running informer, is raised as in
+//     client-go, but without its warning. HandlerOptions.Logger is not
+//     used.
 //   - A handler that panics does not crash the program, as client-go's
 //     default (utilruntime.ReallyCrash) does: the panic is reported as inf's
 //     HandlerPanic option says, and the handler gets the next notification
@@ -52,9 +54,9 @@ var ErrForeignRegistration = errors.New("clientgo: registration not made by this
 //     reports it to the watch error handler.
 //   - GetController's Run and RunWithContext run the informer, as its own
 //     Run does; client-go's are no-ops. Either way, run the informer once.
-//   - Run logs the error that stopped the informer, if any, where
-//     client-go's returns nothing; a second Run logs informer.ErrStarted
-//     and returns, as client-go's logs a warning.
+//   - Run logs the error that stopped the informer, if any (client-go's
+//     has none to log); a second Run logs a warning and returns, as
+//     client-go's does.
 func SharedIndexInformer[T informer.Object](inf *informer.SharedIndexInformer[T]) cache.SharedIndexInformer {
 	var zero T
 	stand := cache.NewReflectorWithOptions(noLW{}, zero, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: inf.Name()})
