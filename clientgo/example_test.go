@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -76,16 +77,20 @@ func ExampleSharedIndexInformer() {
 	inf := clientgo.SharedIndexInformer(pods)
 
 	c := newLegacyController(inf)
-	go inf.Run(ctx.Done())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); inf.Run(ctx.Done()) }()
 	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 	fmt.Println(<-c.seen)
 	p, _ := c.lister.Pods("default").Get("web-1")
 	fmt.Println(p.Name)
+	_, err := c.lister.Pods("default").Get("web-2")
+	fmt.Println(apierrors.IsNotFound(err))
 	cancel()
-	for !inf.IsStopped() {
-		time.Sleep(time.Millisecond)
-	}
+	<-stopped
+	fmt.Println(inf.IsStopped())
 	// Output:
 	// web-1
 	// web-1
+	// true
+	// true
 }

@@ -34,6 +34,9 @@ func Indexer[T informer.Object](x *informer.Indexer[T]) cache.Indexer {
 
 type indexer[T informer.Object] struct {
 	x *informer.Indexer[T]
+	// applied, if set, answers LastStoreSyncResourceVersion: for an
+	// informer's cache, which the informer writes without the adapter.
+	applied func() string
 
 	mu sync.Mutex // guards rv
 	rv string
@@ -90,6 +93,9 @@ func (a *indexer[T]) List() []any { return untyped(a.x.List()) }
 func (a *indexer[T]) ListKeys() []string { return a.x.ListKeys() }
 
 func (a *indexer[T]) LastStoreSyncResourceVersion() string {
+	if a.applied != nil {
+		return a.applied()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.rv
@@ -185,14 +191,23 @@ func (a *indexer[T]) GetIndexers() cache.Indexers {
 }
 
 func (a *indexer[T]) AddIndexers(indexers cache.Indexers) error {
-	add := make(informer.Indexers[T], len(indexers))
-	for name, f := range indexers {
-		if f == nil {
-			return fmt.Errorf("clientgo: nil IndexFunc for index %q", name)
-		}
-		add[name] = func(t T) ([]string, error) { return f(t) }
+	add, err := typedIndexers[T](indexers)
+	if err != nil {
+		return err
 	}
 	return a.x.AddIndexers(add)
+}
+
+// typedIndexers converts client-go index functions to ours.
+func typedIndexers[T informer.Object](indexers cache.Indexers) (informer.Indexers[T], error) {
+	out := make(informer.Indexers[T], len(indexers))
+	for name, f := range indexers {
+		if f == nil {
+			return nil, fmt.Errorf("clientgo: nil IndexFunc for index %q", name)
+		}
+		out[name] = func(t T) ([]string, error) { return f(t) }
+	}
+	return out, nil
 }
 
 // withMeta returns a new T with the namespace, name, labels and

@@ -23,28 +23,48 @@ var ErrForeignRegistration = errors.New("clientgo: registration not made by this
 // for code written against client-go: handlers registered through it get
 // the objects as client-go's informers hand them (T in an interface{},
 // cache.DeletedFinalStateUnknown for a deletion whose final state is
-// unknown), GetIndexer and GetStore read inf's cache (see Indexer), and
+// unknown), GetIndexer and GetStore read inf's cache (see Indexer; their
+// LastStoreSyncResourceVersion is inf.AppliedResourceVersion, as client-go's
+// with its AtomicFIFO gate, and "" in QueueDeltaFIFO mode), and
 // cache.WaitForCacheSync works on its HasSynced and on its registrations'.
-// Run and RunWithContext run inf; a program may run inf itself instead,
-// but not both.
+// A registration can be given back to RemoveEventHandler and to
+// cache.ShutDownEventHandler; one made by another informer is an error
+// wrapping ErrForeignRegistration. Run and RunWithContext run inf; a
+// program may run inf itself instead, but not both.
 //
 // What differs from client-go's informer:
 //   - A handler's resync period on an informer made without one is ignored
 //     with a warning, as client-go does, though our own AddEventHandler
-//     refuses it (informer.ErrResyncUnsupported). HandlerOptions.Logger is
-//     not used: handler panics are reported as inf's options say.
+//     refuses it (informer.ErrResyncUnsupported). A period under a second,
+//     or under the check period of a running informer, is raised as in
+//     client-go, but without its warning. HandlerOptions.Logger is not
+//     used.
+//   - A handler that panics does not crash the program, as client-go's
+//     default (utilruntime.ReallyCrash) does: the panic is reported as inf's
+//     HandlerPanic option says, and the handler gets the next notification
+//     at once.
 //   - The *cache.Reflector a watch error handler gets is a stand-in that
 //     carries the informer's name, for cache.DefaultWatchErrorHandler and
 //     logging; it never runs. The errors are ours: a 410 is still
 //     apierrors.IsResourceExpired, a wrong object an *informer.EventError.
-//   - A transform that returns another type than T is an error (wrapping
-//     ErrWrongType) that the informer reports, never a panic.
-//   - Run logs the error that stopped the informer, if any, where
-//     client-go's returns nothing.
+//     A nil handler restores the default, as in client-go.
+//   - A transform that returns another type than T is an error wrapping
+//     ErrWrongType, never a panic: like a transform's own error, it fails
+//     the list or watch event that carried the object, and the informer
+//     reports it to the watch error handler.
+//   - GetController's Run and RunWithContext run the informer, as its own
+//     Run does; client-go's are no-ops. Either way, run the informer once.
+//   - Run logs the error that stopped the informer, if any (client-go's
+//     has none to log); a second Run logs a warning and returns, as
+//     client-go's does.
 func SharedIndexInformer[T informer.Object](inf *informer.SharedIndexInformer[T]) cache.SharedIndexInformer {
 	var zero T
 	stand := cache.NewReflectorWithOptions(noLW{}, zero, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: inf.Name()})
-	return &sharedIndexInformer[T]{inf: inf, indexer: Indexer(inf.GetIndexer()), reflector: stand}
+	x := &indexer[T]{x: inf.GetIndexer(), applied: func() string {
+		rv, _ := inf.AppliedResourceVersion()
+		return rv
+	}}
+	return &sharedIndexInformer[T]{inf: inf, indexer: x, reflector: stand}
 }
 
 type sharedIndexInformer[T informer.Object] struct {
@@ -65,6 +85,10 @@ func (r registration[T]) HasSynced() bool { return r.r.HasSynced() }
 func (r registration[T]) HasSyncedChecker() cache.DoneChecker {
 	return doneChecker{name: r.r.Name(), done: r.r.Synced()}
 }
+
+// ShutdownChan returns a channel closed once the handler will not be called
+// again, for cache.ShutDownEventHandler.
+func (r registration[T]) ShutdownChan() <-chan struct{} { return r.r.Done() }
 
 // doneChecker is a cache.DoneChecker over a channel.
 type doneChecker struct {
@@ -92,7 +116,8 @@ func (a *sharedIndexInformer[T]) add(h cache.ResourceEventHandler, resync *time.
 	if h == nil {
 		return nil, errors.New("clientgo: nil handler")
 	}
-	var opts informer.HandlerOptions
+	// Named after the client-go handler, not the adapter around it.
+	opts := informer.HandlerOptions{Name: fmt.Sprintf("%T", h)}
 	if resync != nil {
 		// client-go: zero means no resync for this handler.
 		opts.ResyncPeriod = *resync
@@ -140,7 +165,10 @@ func (a *sharedIndexInformer[T]) Run(stopCh <-chan struct{}) {
 }
 
 func (a *sharedIndexInformer[T]) RunWithContext(ctx context.Context) {
-	if err := a.inf.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	switch err := a.inf.Run(ctx); {
+	case errors.Is(err, informer.ErrStarted):
+		klog.FromContext(ctx).Info("Warning: the informer has already been started; it runs only once", "informer", a.inf.Name())
+	case err != nil && !errors.Is(err, context.Canceled):
 		klog.FromContext(ctx).Error(err, "Informer stopped", "informer", a.inf.Name())
 	}
 }
@@ -156,10 +184,16 @@ func (a *sharedIndexInformer[T]) LastSyncResourceVersion() string {
 }
 
 func (a *sharedIndexInformer[T]) SetWatchErrorHandler(h cache.WatchErrorHandler) error {
+	if h == nil {
+		return a.inf.SetWatchErrorHandler(nil)
+	}
 	return a.inf.SetWatchErrorHandler(func(_ context.Context, err error) { h(a.reflector, err) })
 }
 
 func (a *sharedIndexInformer[T]) SetWatchErrorHandlerWithContext(h cache.WatchErrorHandlerWithContext) error {
+	if h == nil {
+		return a.inf.SetWatchErrorHandler(nil)
+	}
 	return a.inf.SetWatchErrorHandler(func(ctx context.Context, err error) { h(ctx, a.reflector, err) })
 }
 
@@ -185,7 +219,11 @@ func (a *sharedIndexInformer[T]) SetTransform(f cache.TransformFunc) error {
 func (a *sharedIndexInformer[T]) IsStopped() bool { return a.inf.IsStopped() }
 
 func (a *sharedIndexInformer[T]) AddIndexers(indexers cache.Indexers) error {
-	return a.indexer.AddIndexers(indexers)
+	add, err := typedIndexers[T](indexers)
+	if err != nil {
+		return err
+	}
+	return a.inf.AddIndexers(add)
 }
 
 // controller is what GetController returns: the informer, as client-go's
