@@ -25,8 +25,8 @@ type Metrics interface {
 	// it took and the error that ended it, nil on success. A list at a
 	// resource version the server calls expired (410) is observed with
 	// that error, and the list from "" that follows is observed again. A
-	// watch-list stream that closed early and is asked for again is not
-	// observed.
+	// watch-list stream that closed early and is asked for again, and a
+	// list cut short by the informer stopping, are not observed.
 	ObserveList(items int, d time.Duration, err error)
 	// ObserveWatch is called when a watch ends, or fails to start, with
 	// the number of events it brought (bookmarks included, refused

@@ -58,7 +58,9 @@ func (r *Reflector[T]) observedListPages(ctx context.Context, rv string, limit i
 	}
 	start := r.clock.Now()
 	items, listRV, paged, err = r.listPages(ctx, rv, limit)
-	r.metrics.ObserveList(len(items), r.clock.Since(start), err)
+	if ctx.Err() == nil { // a list cut short by stopping is not observed
+		r.metrics.ObserveList(len(items), r.clock.Since(start), err)
+	}
 	return items, listRV, paged, err
 }
 
