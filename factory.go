@@ -134,6 +134,11 @@ type InformerOptions struct {
 	// HandlerPanic is told about a handler call that panicked (see
 	// SharedIndexInformerOptions.HandlerPanic). Default: log it.
 	HandlerPanic func(ctx context.Context, handler string, recovered any)
+	// Metrics, if set, is called once per informer the factory makes,
+	// with its name, for the informer's Metrics (see
+	// SharedIndexInformerOptions.Metrics); it may return nil. Default:
+	// none. Counters and gauges are in each informer's Stats.
+	Metrics func(name string) Metrics
 }
 
 // Factory makes informers for any type, without generated code, and shares

@@ -357,6 +357,7 @@ func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.G
 		Queue:               f.opts.Informer.Queue,
 		Reflector:           f.opts.Informer.Reflector,
 		HandlerPanic:        f.opts.Informer.HandlerPanic,
+		Metrics:             f.opts.Informer.metricsFor(s.name),
 	})
 	if err != nil {
 		f.mu.Unlock()

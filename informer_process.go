@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"time"
 
 	"k8s.io/klog/v2"
 )
@@ -18,6 +19,10 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 		if !ok || ctx.Err() != nil {
 			return
 		}
+		var start time.Time
+		if s.opts.Metrics != nil {
+			start = s.clock.Now()
+		}
 		s.procMu.Lock()
 		for i := range batch {
 			if ctx.Err() != nil {
@@ -31,6 +36,9 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 		s.applied.advance(lastVersion(batch))
 		s.distributeLocked(notes)
 		s.procMu.Unlock()
+		if s.opts.Metrics != nil {
+			s.opts.Metrics.ObserveProcessing(len(batch), s.clock.Since(start))
+		}
 		clear(batch)
 		clear(notes)
 		notes = notes[:0]
@@ -163,10 +171,17 @@ func (s *SharedIndexInformer[T]) distributeLocked(notes []notification[T]) {
 // looks at it; handlers still run on their own goroutines.
 func (s *SharedIndexInformer[T]) processDeltaFIFO(ctx context.Context, q *DeltaFIFO[T]) {
 	var notes []notification[T]
+	// Metrics are told after Pop, which holds the DeltaFIFO's lock.
+	var start time.Time
+	var changes int
 	for ctx.Err() == nil {
+		changes = 0
 		_, err := q.Pop(func(d Deltas[T], initial bool) error {
 			if ctx.Err() != nil {
 				return nil // stopping: dropped, like the rest of the queue
+			}
+			if s.opts.Metrics != nil {
+				start, changes = s.clock.Now(), len(d)
 			}
 			// Every Delta of one Pop is about the same key.
 			key, err := q.KeyOf(d)
@@ -186,6 +201,9 @@ func (s *SharedIndexInformer[T]) processDeltaFIFO(ctx context.Context, q *DeltaF
 		})
 		if errors.Is(err, ErrClosed) {
 			return
+		}
+		if changes > 0 {
+			s.opts.Metrics.ObserveProcessing(changes, s.clock.Since(start))
 		}
 		if q.HasSynced() {
 			s.markSynced()

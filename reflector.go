@@ -205,6 +205,7 @@ type Reflector[T Object] struct {
 	onError              func(context.Context, error)
 	clock                clock.Clock
 	random               func() float64 // in [0, 1); tests replace it
+	metrics              Metrics        // the informer's, or nil; set before Run
 
 	running atomic.Bool // Run is running
 

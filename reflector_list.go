@@ -26,12 +26,12 @@ const maxPrealloc = 1 << 20
 func (r *Reflector[T]) list(ctx context.Context) error {
 	rv := r.relistRV()
 	limit := r.pageLimit(rv)
-	items, listRV, paged, err := r.listPages(ctx, rv, limit)
+	items, listRV, paged, err := r.observedListPages(ctx, rv, limit)
 	if err != nil && ctx.Err() == nil && (isExpiredError(err) || isTooLargeResourceVersionError(err)) {
 		r.setRVUnavailable(true)
 		r.report(ctx, fmt.Errorf("informer: list %s at resource version %q: %w", r.typeName, rv, err))
 		rv = r.relistRV()
-		items, listRV, paged, err = r.listPages(ctx, rv, limit)
+		items, listRV, paged, err = r.observedListPages(ctx, rv, limit)
 	}
 	if err != nil {
 		return fmt.Errorf("informer: list %s: %w", r.typeName, err)
@@ -49,6 +49,19 @@ func (r *Reflector[T]) list(ctx context.Context) error {
 	}
 	r.synced(listRV)
 	return nil
+}
+
+// observedListPages is listPages, told to the Metrics if there are any.
+func (r *Reflector[T]) observedListPages(ctx context.Context, rv string, limit int64) (items []T, listRV string, paged bool, err error) {
+	if r.metrics == nil {
+		return r.listPages(ctx, rv, limit)
+	}
+	start := r.clock.Now()
+	items, listRV, paged, err = r.listPages(ctx, rv, limit)
+	if ctx.Err() == nil { // a list cut short by stopping is not observed
+		r.metrics.ObserveList(len(items), r.clock.Since(start), err)
+	}
+	return items, listRV, paged, err
 }
 
 // pageLimit returns the page size for a list at rv; 0 for no paging.

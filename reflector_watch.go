@@ -56,6 +56,9 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resyncErr <
 				if ctx.Err() != nil {
 					return nil
 				}
+				if r.metrics != nil {
+					r.metrics.ObserveWatch(0, r.clock.Since(start), err)
+				}
 				if !isRetriableWatchError(err) {
 					return err
 				}
@@ -66,9 +69,16 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resyncErr <
 				continue
 			}
 		}
-		err := r.handleWatch(ctx, w, start, fromRV, resyncErr)
+		events, err := r.handleWatch(ctx, w, start, fromRV, resyncErr)
 		w = nil
 		now := r.clock.Now()
+		if r.metrics != nil {
+			observed := err
+			if ctx.Err() != nil {
+				observed = nil
+			}
+			r.metrics.ObserveWatch(events, now.Sub(start), observed)
+		}
 		retry.record(err, now)
 		switch {
 		case err == nil:
@@ -91,13 +101,13 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resyncErr <
 
 // handleWatch applies the events of w to the store until w closes, an
 // ERROR event comes, the resync goroutine fails or ctx ends, and stops w.
-// It returns nil when w closed normally.
+// It returns the number of events applied, and nil when w closed normally.
 //
 // This is the hot path of a running Reflector: per event it does a
 // non-blocking receive, a type assertion, the store write and two
 // non-blocking checks; it publishes the resource version when it is about
 // to wait for the next event rather than after each one.
-func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start time.Time, fromRV bool, resyncErr <-chan error) error {
+func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start time.Time, fromRV bool, resyncErr <-chan error) (int, error) {
 	defer w.Stop()
 	ch := w.ResultChan()
 	done := ctx.Done()
@@ -126,9 +136,9 @@ func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start
 			select {
 			case ev, ok = <-ch:
 			case <-done:
-				return ctx.Err()
+				return applied, ctx.Err()
 			case err := <-resyncErr:
-				return err
+				return applied, err
 			}
 		}
 		if !ok {
@@ -136,12 +146,12 @@ func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start
 		}
 		select {
 		case <-done:
-			return ctx.Err()
+			return applied, ctx.Err()
 		default:
 		}
 		select {
 		case err := <-resyncErr:
-			return err
+			return applied, err
 		default:
 		}
 		if ev.Type == watch.Error {
@@ -180,7 +190,7 @@ func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start
 		if err != nil {
 			err = &EventError{Type: ev.Type, Object: ev.Object, Err: err}
 			if errors.Is(err, ErrClosed) {
-				return err
+				return applied, err
 			}
 			r.report(ctx, err)
 		}
@@ -192,13 +202,13 @@ func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start
 		}
 	}
 	if stopReason != nil {
-		return fmt.Errorf("informer: watch %s: %w", r.typeName, stopReason)
+		return applied, fmt.Errorf("informer: watch %s: %w", r.typeName, stopReason)
 	}
 	if d := r.clock.Since(start); d < veryShortWatch && applied == 0 {
-		return fmt.Errorf("%w: the watch of %s closed after %v with no event", ErrVeryShortWatch, r.typeName, d)
+		return applied, fmt.Errorf("%w: the watch of %s closed after %v with no event", ErrVeryShortWatch, r.typeName, d)
 	}
 	klog.FromContext(ctx).V(4).Info("Watch closed", "events", applied)
-	return nil
+	return applied, nil
 }
 
 // retryWindow decides whether an internal error that ended a watch is

@@ -47,6 +47,9 @@ func (r *Reflector[T]) streamInitialState(ctx context.Context) (watch.Interface,
 				w.Stop()
 			}
 		}
+		if r.metrics != nil && (err != nil || complete) && ctx.Err() == nil {
+			r.metrics.ObserveList(len(items), r.clock.Since(start), err)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil

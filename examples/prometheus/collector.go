@@ -20,11 +20,20 @@
 //	informer_handler_pending            a handler's backlog of notifications
 //	informer_handler_lag_seconds        how long its oldest undelivered notification has waited
 //	informer_handler_panics_total       its calls that panicked
+//
+// Three histograms come from the informer's informer.Metrics, which
+// Collector.Metrics makes (SharedIndexInformerOptions.Metrics, or
+// InformerOptions.Metrics of a factory, which takes the method itself):
+//
+//	informer_processing_latency_seconds  applying a batch of changes to the cache and handing it to handlers (client-go's name)
+//	informer_list_duration_seconds       a list, all pages or a watch-list stream's initial events
+//	informer_watch_duration_seconds      a watch, from its request to its end
 package prometheus
 
 import (
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -37,16 +46,49 @@ type StatsSource interface {
 	Stats() informer.Stats
 }
 
-// Collector is a prometheus.Collector of the Stats of informers.
+// Collector is a prometheus.Collector of the Stats of informers, and of
+// the durations their Metrics observe.
 type Collector struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // guards sources
 	sources []StatsSource
+
+	processing, list, watch *prometheus.HistogramVec
 }
 
 // NewCollector returns a Collector of sources; Add adds more.
 func NewCollector(sources ...StatsSource) *Collector {
-	return &Collector{sources: sources}
+	histogram := func(name, help string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: durationBuckets}, informerLabels)
+	}
+	return &Collector{
+		sources:    sources,
+		processing: histogram("informer_processing_latency_seconds", "Time taken to apply a batch of changes popped from the queue to the cache and hand it to the handlers."),
+		list:       histogram("informer_list_duration_seconds", "Time taken by a list: a LIST with all its pages, or a watch-list stream's initial events."),
+		watch:      histogram("informer_watch_duration_seconds", "How long a watch ran, from its request to its end."),
+	}
 }
+
+// durationBuckets span 1 ms to about 17 min, by factors of 4: processing
+// takes milliseconds, a list seconds, a watch minutes.
+var durationBuckets = prometheus.ExponentialBuckets(0.001, 4, 11)
+
+// Metrics returns the informer.Metrics of the informer name, which feed
+// the Collector's histograms. Its signature is that of
+// informer.InformerOptions.Metrics, so a factory takes c.Metrics as it is.
+func (c *Collector) Metrics(name string) informer.Metrics {
+	return observer{
+		processing: c.processing.WithLabelValues(name),
+		list:       c.list.WithLabelValues(name),
+		watch:      c.watch.WithLabelValues(name),
+	}
+}
+
+// observer is the informer.Metrics of one informer.
+type observer struct{ processing, list, watch prometheus.Observer }
+
+func (o observer) ObserveList(_ int, d time.Duration, _ error)  { o.list.Observe(d.Seconds()) }
+func (o observer) ObserveWatch(_ int, d time.Duration, _ error) { o.watch.Observe(d.Seconds()) }
+func (o observer) ObserveProcessing(_ int, d time.Duration)     { o.processing.Observe(d.Seconds()) }
 
 // Add adds informers to the collector, as a factory makes them.
 func (c *Collector) Add(sources ...StatsSource) {
@@ -56,13 +98,17 @@ func (c *Collector) Add(sources ...StatsSource) {
 }
 
 // Remove stops collecting source, such as an informer removed from its
-// factory.
+// factory, and drops the histograms of its name.
 func (c *Collector) Remove(source StatsSource) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, s := range c.sources {
 		if s == source {
 			c.sources = append(c.sources[:i:i], c.sources[i+1:]...)
+			name := source.Stats().Name
+			for _, h := range []*prometheus.HistogramVec{c.processing, c.list, c.watch} {
+				h.DeleteLabelValues(name)
+			}
 			return
 		}
 	}
@@ -73,7 +119,7 @@ var (
 	handlerLabels  = []string{"name", "handler"}
 
 	queuedItems     = prometheus.NewDesc("informer_queued_items", "Changes received from the API server and not yet applied to the cache.", informerLabels, nil)
-	resourceVersion = prometheus.NewDesc("informer_store_resource_version", "The resource version the cache has applied, when it is a number.", informerLabels, nil)
+	resourceVersion = prometheus.NewDesc("informer_store_resource_version", "The 15 least significant digits of the resource version the cache has applied, when it is a number.", informerLabels, nil)
 	objects         = prometheus.NewDesc("informer_objects", "Objects in the cache.", informerLabels, nil)
 	synced          = prometheus.NewDesc("informer_synced", "1 once the informer has synced, 0 before.", informerLabels, nil)
 	lists           = prometheus.NewDesc("informer_lists_total", "LISTs and watch-list streams.", informerLabels, nil)
@@ -93,10 +139,17 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		watches, errorsTotal, decodeErrors, handlerPending, handlerLag, handlerPanics} {
 		ch <- d
 	}
+	c.processing.Describe(ch)
+	c.list.Describe(ch)
+	c.watch.Describe(ch)
 }
 
-// Collect reads every informer's Stats and sends its metrics.
+// Collect reads every informer's Stats and sends its metrics, then the
+// histograms.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.processing.Collect(ch)
+	c.list.Collect(ch)
+	c.watch.Collect(ch)
 	c.mu.Lock()
 	sources := append([]StatsSource(nil), c.sources...)
 	c.mu.Unlock()
@@ -109,8 +162,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), st.Name)
 		}
 		gauge(queuedItems, float64(st.QueueDepth), st.Name)
-		if rv, err := strconv.ParseUint(st.ResourceVersion, 10, 64); err == nil {
-			gauge(resourceVersion, float64(rv), st.Name)
+		if rv, ok := resourceVersionValue(st.ResourceVersion); ok {
+			gauge(resourceVersion, rv, st.Name)
 		}
 		gauge(objects, float64(st.Objects), st.Name)
 		gauge(synced, boolValue(st.Synced), st.Name)
@@ -133,4 +186,21 @@ func boolValue(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// resourceVersionValue returns the number that the 15 least significant
+// digits of rv make, as client-go's informer_store_resource_version does,
+// which a float64 holds exactly; false if rv is not a decimal number.
+func resourceVersionValue(rv string) (float64, bool) {
+	if rv == "" {
+		return 0, false
+	}
+	for _, c := range []byte(rv) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	rv = rv[max(0, len(rv)-15):]
+	n, err := strconv.ParseUint(rv, 10, 64)
+	return float64(n), err == nil
 }

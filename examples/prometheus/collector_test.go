@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -84,6 +85,73 @@ informer_handler_panics_total{handler="reconciler",name="pods"} 0
 	}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(""), "informer_queued_items"); err == nil {
 		t.Error("informer_queued_items is missing")
+	}
+	c.Remove(inf)
+	if n := testutil.CollectAndCount(c); n != 0 {
+		t.Errorf("%d metrics after Remove, want 0", n)
+	}
+}
+
+// The histograms are fed by the Metrics the Collector makes, and Remove
+// drops them with the informer.
+func TestCollectorMetrics(t *testing.T) {
+	c := informerprom.NewCollector()
+	src := informertest.NewSource(pod("web-1"), pod("web-2"))
+	inf, err := informer.NewSharedIndexInformer[*corev1.Pod](src, informer.SharedIndexInformerOptions[*corev1.Pod]{
+		Name:    "pods",
+		Metrics: c.Metrics("pods"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Add(inf)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := informer.WaitForCacheSync(ctx, inf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Add(pod("web-3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.WaitForResourceVersion(ctx, src.ResourceVersion()); err != nil {
+		t.Fatal(err)
+	}
+	src.DropWatches() // ends a watch: observed
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	count := func(name string) uint64 {
+		t.Helper()
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == name {
+				for _, m := range f.GetMetric() {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+		return 0
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for count("informer_watch_duration_seconds") == 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if n := count("informer_list_duration_seconds"); n != 1 {
+		t.Errorf("informer_list_duration_seconds: %d lists, want 1", n)
+	}
+	if n := count("informer_watch_duration_seconds"); n < 1 {
+		t.Errorf("informer_watch_duration_seconds: %d watches, want at least 1", n)
+	}
+	if n := count("informer_processing_latency_seconds"); n < 2 { // the list, the add
+		t.Errorf("informer_processing_latency_seconds: %d batches, want at least 2", n)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
 	}
 	c.Remove(inf)
 	if n := testutil.CollectAndCount(c); n != 0 {
