@@ -75,6 +75,12 @@ type ForOptions[T Object] struct {
 	// by their results on probe objects). Default: none besides
 	// NamespaceIndex.
 	Indexers Indexers[T]
+	// WrapListWatch, if set, wraps the ListerWatcher the factory makes for
+	// the informer, so that a package such as shard can narrow or watch
+	// what it lists (see shard.For). It is called once, when the informer
+	// is made. On a later call, nil takes the informer's; any other value
+	// must be the very same function value (as for Transform).
+	WrapListWatch func(ListerWatcher[T]) ListerWatcher[T]
 }
 
 // shared is one shared informer of a Factory and what it was made with.
@@ -88,7 +94,8 @@ type shared[T Object] struct {
 	labelSelector, fieldSelector string                    // normalized; "" for none
 	tweak                        func(*metav1.ListOptions) // ForOptions.TweakListOptions
 	resync                       time.Duration
-	transform                    TransformFunc[T] // ForOptions.Transform, not the factory's default
+	transform                    TransformFunc[T]                        // ForOptions.Transform, not the factory's default
+	wrap                         func(ListerWatcher[T]) ListerWatcher[T] // ForOptions.WrapListWatch
 }
 
 // For returns the factory's shared informer of T, such as *corev1.Pod,
@@ -154,7 +161,7 @@ func ForContext[T Object](ctx context.Context, f *Factory, opts ...ForOptions[T]
 	if err != nil {
 		return nil, err
 	}
-	return registerHeld(f, s, typ, mapping, lw, o, holder)
+	return registerHeld(f, s, typ, mapping, wrapListWatch(lw, o), o, holder)
 }
 
 // existingFor returns the informer the factory already has for the Go type
@@ -294,7 +301,15 @@ func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor s
 	if err != nil {
 		return nil, err
 	}
-	return register(f, s, nil, gvr, lw, o)
+	return register(f, s, nil, gvr, wrapListWatch(lw, o), o)
+}
+
+// wrapListWatch returns lw wrapped by o.WrapListWatch, if set.
+func wrapListWatch[T Object](lw ListerWatcher[T], o ForOptions[T]) ListerWatcher[T] {
+	if o.WrapListWatch == nil {
+		return lw
+	}
+	return o.WrapListWatch(lw)
 }
 
 // forOptions checks the factory and returns the one ForOptions of opts,
@@ -348,6 +363,7 @@ func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.G
 		s.resync = f.opts.DefaultResync
 	}
 	s.transform = o.Transform
+	s.wrap = o.WrapListWatch
 	inf, err := NewSharedIndexInformer(lw, SharedIndexInformerOptions[T]{
 		Name:                s.name,
 		Resource:            gvr.GroupResource(),
@@ -407,6 +423,9 @@ func join[T Object](f *Factory, e *factoryEntry, o ForOptions[T]) (*SharedIndexI
 	}
 	if o.Transform != nil && (s.transform == nil || !sameFunc(o.Transform, s.transform)) {
 		return nil, fmt.Errorf("%w: %s was made with another transform, or none", ErrOptionsConflict, s.name)
+	}
+	if o.WrapListWatch != nil && (s.wrap == nil || !sameFunc(o.WrapListWatch, s.wrap)) {
+		return nil, fmt.Errorf("%w: %s was made with another WrapListWatch, or none", ErrOptionsConflict, s.name)
 	}
 	if err := addIndexers(s, o.Indexers); err != nil {
 		return nil, err

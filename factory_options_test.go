@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Per-type selectors are added to the factory's, reach every LIST and
@@ -314,5 +315,63 @@ func TestFactoryRemoveBeforeStart(t *testing.T) {
 	}
 	if n := len(resourceRequests(srv, "/pods")); n != 0 {
 		t.Errorf("%d pods requests, want none", n)
+	}
+}
+
+// TestFactoryWrapListWatch: the wrapper sees every LIST and WATCH of the
+// informer (here it adds a label selector and drops what it lists),
+// is called once, and later calls share the informer only with the same
+// wrapper or none.
+func TestFactoryWrapListWatch(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	create(t, srv, factoryPod("a", "web", "n1"))
+	f := newTestFactory(t, srv, FactoryOptions{})
+	var wrapped, lists, watches atomic.Int32
+	wrap := func(lw ListerWatcher[*corev1.Pod]) ListerWatcher[*corev1.Pod] {
+		wrapped.Add(1)
+		return WithoutWatchList[*corev1.Pod](ListWatchFuncs[*corev1.Pod]{
+			ListFunc: func(ctx context.Context, o metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+				lists.Add(1)
+				o.LabelSelector = "wrapped=yes"
+				page, err := lw.List(ctx, o)
+				if page != nil {
+					page.Items = nil // as a server applying the selector would
+				}
+				return page, err
+			},
+			WatchFunc: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				watches.Add(1)
+				o.LabelSelector = "wrapped=yes"
+				return lw.Watch(ctx, o)
+			},
+		})
+	}
+	inf, err := For(f, ForOptions[*corev1.Pod]{WrapListWatch: wrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	if n := inf.GetIndexer().Len(); n != 0 {
+		t.Errorf("%d pods cached, want none: the wrapper's selector matches none", n)
+	}
+	if lists.Load() == 0 {
+		t.Error("the wrapper saw no LIST")
+	}
+	for _, r := range resourceRequests(srv, "/pods") {
+		if got := r.Query.Get("labelSelector"); got != "wrapped=yes" {
+			t.Errorf("pods request %s?%s did not go through the wrapper", r.Path, r.Query.Encode())
+		}
+	}
+	for _, o := range []ForOptions[*corev1.Pod]{{}, {WrapListWatch: wrap}} {
+		if got, err := For(f, o); err != nil || got != inf {
+			t.Errorf("For(%+v) = %v, %v; want the shared informer", o, got, err)
+		}
+	}
+	other := func(lw ListerWatcher[*corev1.Pod]) ListerWatcher[*corev1.Pod] { return lw }
+	if _, err := For(f, ForOptions[*corev1.Pod]{WrapListWatch: other}); !errors.Is(err, ErrOptionsConflict) {
+		t.Errorf("For with another WrapListWatch = %v, want ErrOptionsConflict", err)
+	}
+	if n := wrapped.Load(); n != 1 {
+		t.Errorf("WrapListWatch called %d times, want once", n)
 	}
 }

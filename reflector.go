@@ -342,6 +342,10 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 		if errors.Is(err, ErrClosed) {
 			return err
 		}
+		if errors.Is(err, ErrRelist) {
+			klog.FromContext(ctx).V(4).Info("Listing again, as the source asked", "err", err)
+			continue
+		}
 		if err != nil {
 			r.report(ctx, err)
 		}

@@ -50,6 +50,14 @@ var (
 	// without the bookmark ending its initial events, as from a source that
 	// ignores sendInitialEvents (see ReflectorOptions.InitialEventsTimeout).
 	ErrNoInitialEventsEnd = errors.New("informer: no initial-events-end bookmark")
+	// ErrRelist is how a ListerWatcher asks its Reflector to list again
+	// now: when Watch returns an error wrapping it, the Reflector lists at
+	// once, with no backoff, and reports nothing to the WatchErrorHandler.
+	// A ListerWatcher whose scope changes while it runs (a sharded one whose
+	// ranges moved) ends its open watch and answers the next Watch so. It
+	// should not answer so twice without a List between: each ErrRelist
+	// costs a LIST.
+	ErrRelist = errors.New("informer: the source asks for a relist")
 )
 
 // EventError reports a watch event that the Reflector could not apply: its

@@ -566,3 +566,51 @@ func (s *cancelOnReplace) Replace(list []*corev1.Pod, rv string) error {
 	s.cancel()
 	return s.Store.Replace(list, rv)
 }
+
+// TestReflectorRelistOnRequest: a Watch that answers ErrRelist makes the
+// Reflector list again at once (the fake clock never moves, so a backoff
+// would hold it), without telling the WatchErrorHandler; the next watch
+// starts from the new list's resource version.
+func TestReflectorRelistOnRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := testingclock.NewFakeClock(time.Now())
+		var lists, watches atomic.Int32
+		var reported atomic.Int32
+		watchFrom := make(chan string, 4)
+		lw := funcLW{
+			ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+				n := lists.Add(1)
+				return &ListPage[*corev1.Pod]{ListMeta: metav1.ListMeta{ResourceVersion: fmt.Sprint(10 * n)}}, nil
+			},
+			WatchFunc: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				watchFrom <- opts.ResourceVersion
+				if watches.Add(1) == 1 {
+					return nil, fmt.Errorf("ranges moved: %w", ErrRelist)
+				}
+				return watch.NewFake(), nil
+			},
+		}
+		r, err := NewReflector(lw, podStore(), ReflectorOptions{WatchList: WatchListOff, Clock: clk,
+			WatchErrorHandler: func(context.Context, error) { reported.Add(1) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		synctest.Wait()
+		if n := lists.Load(); n != 2 {
+			t.Errorf("%d lists, want 2: the relist must not wait for the fake clock", n)
+		}
+		if n := reported.Load(); n != 0 {
+			t.Errorf("the error handler was called %d times for a requested relist", n)
+		}
+		if got := []string{<-watchFrom, <-watchFrom}; !slices.Equal(got, []string{"10", "20"}) {
+			t.Errorf("watches from %q, want from each list's resource version", got)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}

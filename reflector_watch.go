@@ -56,6 +56,9 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resyncErr <
 				if ctx.Err() != nil {
 					return nil
 				}
+				if errors.Is(err, ErrRelist) {
+					return err
+				}
 				if r.metrics != nil {
 					r.metrics.ObserveWatch(0, r.clock.Since(start), err)
 				}
