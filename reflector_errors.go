@@ -51,12 +51,13 @@ var (
 	// ignores sendInitialEvents (see ReflectorOptions.InitialEventsTimeout).
 	ErrNoInitialEventsEnd = errors.New("informer: no initial-events-end bookmark")
 	// ErrRelist is how a ListerWatcher asks its Reflector to list again
-	// now: when Watch returns an error wrapping it, the Reflector lists at
-	// once, with no backoff, and reports nothing to the WatchErrorHandler.
-	// A ListerWatcher whose scope changes while it runs (a sharded one whose
-	// ranges moved) ends its open watch and answers the next Watch so. It
-	// should not answer so twice without a List between: each ErrRelist
-	// costs a LIST.
+	// now: when Watch returns an error wrapping it, or a watch's result
+	// channel closes and the watch has a method Err() error returning one,
+	// the Reflector lists at once, with no backoff, and reports nothing to
+	// the WatchErrorHandler. A ListerWatcher whose scope changes while it
+	// runs (a sharded one whose ranges moved) ends its open watch so. Each
+	// ErrRelist costs a LIST: a source should not ask twice without a List
+	// between.
 	ErrRelist = errors.New("informer: the source asks for a relist")
 )
 

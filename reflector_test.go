@@ -567,8 +567,13 @@ func (s *cancelOnReplace) Replace(list []*corev1.Pod, rv string) error {
 	return s.Store.Replace(list, rv)
 }
 
-// TestReflectorRelistOnRequest: a Watch that answers ErrRelist makes the
-// Reflector list again at once (the fake clock never moves, so a backoff
+// relistWatch is a watch whose Err says it ended to ask for a relist.
+type relistWatch struct{ *watch.FakeWatcher }
+
+func (relistWatch) Err() error { return fmt.Errorf("scope changed: %w", ErrRelist) }
+
+// TestReflectorRelistOnRequest: a Watch that answers ErrRelist, and a watch
+// that closes with Err() wrapping it, make the Reflector list again at once (the fake clock never moves, so a backoff
 // would hold it), without telling the WatchErrorHandler; the next watch
 // starts from the new list's resource version.
 func TestReflectorRelistOnRequest(t *testing.T) {
@@ -584,8 +589,13 @@ func TestReflectorRelistOnRequest(t *testing.T) {
 			},
 			WatchFunc: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 				watchFrom <- opts.ResourceVersion
-				if watches.Add(1) == 1 {
+				switch watches.Add(1) {
+				case 1:
 					return nil, fmt.Errorf("ranges moved: %w", ErrRelist)
+				case 2: // a watch that ends at once, saying why
+					w := &relistWatch{FakeWatcher: watch.NewFake()}
+					w.Stop()
+					return w, nil
 				}
 				return watch.NewFake(), nil
 			},
@@ -599,13 +609,13 @@ func TestReflectorRelistOnRequest(t *testing.T) {
 		done := make(chan error)
 		go func() { done <- r.Run(ctx) }()
 		synctest.Wait()
-		if n := lists.Load(); n != 2 {
-			t.Errorf("%d lists, want 2: the relist must not wait for the fake clock", n)
+		if n := lists.Load(); n != 3 {
+			t.Errorf("%d lists, want 3: the relists must not wait for the fake clock", n)
 		}
 		if n := reported.Load(); n != 0 {
 			t.Errorf("the error handler was called %d times for a requested relist", n)
 		}
-		if got := []string{<-watchFrom, <-watchFrom}; !slices.Equal(got, []string{"10", "20"}) {
+		if got := []string{<-watchFrom, <-watchFrom, <-watchFrom}; !slices.Equal(got, []string{"10", "20", "30"}) {
 			t.Errorf("watches from %q, want from each list's resource version", got)
 		}
 		cancel()

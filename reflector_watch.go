@@ -207,6 +207,11 @@ func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start
 	if stopReason != nil {
 		return applied, fmt.Errorf("informer: watch %s: %w", r.typeName, stopReason)
 	}
+	if why, ok := w.(interface{ Err() error }); ok {
+		if err := why.Err(); errors.Is(err, ErrRelist) {
+			return applied, err
+		}
+	}
 	if d := r.clock.Since(start); d < veryShortWatch && applied == 0 {
 		return applied, fmt.Errorf("%w: the watch of %s closed after %v with no event", ErrVeryShortWatch, r.typeName, d)
 	}
