@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -622,5 +623,67 @@ func TestReflectorRelistOnRequest(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	})
+}
+
+// TestWatchListBusySourceWithoutEndBookmark: a source that ignores
+// sendInitialEvents but never goes silent (it streams changes, as a fake
+// clientset with busy writers does) is given up on too, within twice
+// InitialEventsTimeout of its first change; before, the Reflector waited
+// for silence for ever.
+func TestWatchListBusySourceWithoutEndBookmark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lists atomic.Int32
+		ctx, cancel := context.WithCancel(t.Context())
+		var feeders sync.WaitGroup
+		lw := funcLW{
+			ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+				lists.Add(1)
+				return &ListPage[*corev1.Pod]{Items: []*corev1.Pod{testobj.Pod("ns", "a", "1")}, ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+			},
+			WatchFunc: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				w := watch.NewRaceFreeFake() // drops what comes once stopped
+				if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
+					return w, nil
+				}
+				feeders.Go(func() {
+					w.Add(testobj.Pod("ns", "a", "1"))
+					for i := 2; ; i++ {
+						select {
+						case <-ctx.Done():
+							return
+						case <-time.After(100 * time.Millisecond):
+						}
+						if w.IsStopped() {
+							return
+						}
+						w.Modify(testobj.Pod("ns", "a", fmt.Sprint(i)))
+					}
+				})
+				return w, nil
+			},
+		}
+		var reported []error
+		var mu sync.Mutex
+		r, err := NewReflector(lw, podStore(), ReflectorOptions{
+			WatchErrorHandler: func(_ context.Context, err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		time.Sleep(2*defaultInitialEventsTimeout + time.Second)
+		if lists.Load() != 1 {
+			t.Errorf("%d lists after 2 timeouts of a busy stream; want the fallback list", lists.Load())
+		}
+		mu.Lock()
+		if len(reported) == 0 || !errors.Is(reported[0], ErrNoInitialEventsEnd) {
+			t.Errorf("reported %v; want ErrNoInitialEventsEnd", reported)
+		}
+		mu.Unlock()
+		cancel()
+		<-done
+		feeders.Wait()
 	})
 }

@@ -95,6 +95,11 @@ func (r *Reflector[T]) collect(ctx context.Context, w watch.Interface, start tim
 	received, receivedAtTick := 0, -1
 	applied := 0
 	pastAdded := false
+	// changed is set by a MODIFIED or DELETED event, which a source that
+	// streams initial events sends only after their end; changedAtTick
+	// keeps it from the last tick. A busy source that ignores
+	// sendInitialEvents never goes silent, but sends changes.
+	changed, changedAtTick := false, false
 	for {
 		var ev watch.Event
 		var ok bool
@@ -102,13 +107,19 @@ func (r *Reflector[T]) collect(ctx context.Context, w watch.Interface, start tim
 		case <-ctx.Done():
 			return nil, "", false, ctx.Err()
 		case <-idle.C():
-			if received == receivedAtTick {
+			switch {
+			case received == receivedAtTick:
 				// A whole period without an event, and no end of the
 				// initial events: a source that ignores sendInitialEvents.
 				return nil, "", false, fmt.Errorf("%w: the watch-list stream of %s sent no event for %v, after %d events",
 					ErrNoInitialEventsEnd, r.typeName, r.initialEventsTimeout, received)
+			case changedAtTick:
+				// Changes for a whole period, and still no end of the
+				// initial events: a busy source that ignores them.
+				return nil, "", false, fmt.Errorf("%w: the watch-list stream of %s sent changes for %v before the end of its initial events, after %d events",
+					ErrNoInitialEventsEnd, r.typeName, r.initialEventsTimeout, received)
 			}
-			receivedAtTick = received
+			receivedAtTick, changedAtTick = received, changed
 			idle.Reset(r.initialEventsTimeout)
 			continue
 		case ev, ok = <-ch:
@@ -132,7 +143,7 @@ func (r *Reflector[T]) collect(ctx context.Context, w watch.Interface, start tim
 		switch ev.Type {
 		case watch.Added, watch.Modified, watch.Deleted:
 			if ev.Type != watch.Added {
-				pastAdded = true
+				pastAdded, changed = true, true
 			}
 			if err := got.apply(ev.Type, obj); err != nil {
 				r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: err})
