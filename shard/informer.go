@@ -1,0 +1,319 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/typedkube/informer"
+)
+
+// Releaser is implemented by a handler that wants to hear when an object
+// leaves this replica's share because its bucket moved to another member
+// (a rebalance), as opposed to OnDelete, which means the object was
+// deleted. OnRelease is called once per cached object of the buckets given
+// up, after the last other call for them and before any other member gets
+// them; the object then leaves the cache at the relist that follows.
+// OnRelease may come for an object whose OnAdd the handler had not been
+// given yet (it was still queued).
+type Releaser[T informer.Object] interface {
+	OnRelease(obj T)
+}
+
+// Informer is a SharedIndexInformer that caches and delivers only the
+// objects of the buckets its Member owns. Read its cache with Lister or
+// Informer().GetIndexer(); register handlers with AddEventHandler (a
+// handler registered on Informer() directly sees a rebalance as relist
+// deletions and additions). Objects of buckets gained arrive as
+// OnAdd(obj, true); objects of buckets lost are given to OnRelease, never
+// to OnDelete.
+type Informer[T informer.Object] struct {
+	m   *Member
+	inf *informer.SharedIndexInformer[T]
+	src *source[T]
+
+	// calls is held shared by every handler call and exclusively while
+	// buckets are given up, so that giving up waits for calls in flight.
+	calls  sync.RWMutex
+	active atomic.Pointer[Buckets] // buckets whose notifications are delivered
+
+	mu       sync.Mutex
+	handlers map[*informer.Registration[T]]*handler[T]
+	gains    []gain // recent gains, newest last
+}
+
+// gain is a set of buckets taken, and the resource version of the first
+// complete list that had them ("" until then): objects of those buckets at
+// or below it are the gain's initial objects.
+type gain struct {
+	buckets Buckets
+	gen     uint64
+	rv      string
+}
+
+// maxGains bounds the gains remembered for telling initial adds.
+const maxGains = 8
+
+// NewInformer returns an informer over lw that caches the objects of m's
+// buckets only; opts are as for informer.NewSharedIndexInformer. Run it
+// with Run (its Member must run too).
+func NewInformer[T informer.Object](m *Member, lw informer.ListerWatcher[T], opts informer.SharedIndexInformerOptions[T]) (*Informer[T], error) {
+	if m == nil || lw == nil {
+		return nil, fmt.Errorf("%w: nil Member or ListerWatcher", ErrInvalidOptions)
+	}
+	i := newInformer[T](m)
+	i.src.inner = lw
+	inf, err := informer.NewSharedIndexInformer[T](i.src, opts)
+	if err != nil {
+		return nil, err
+	}
+	i.inf = inf
+	m.attach(i)
+	return i, nil
+}
+
+func newInformer[T informer.Object](m *Member) *Informer[T] {
+	i := &Informer[T]{m: m, handlers: make(map[*informer.Registration[T]]*handler[T])}
+	i.src = newSource[T](m.opts.Key, m.opts.Buckets, m.ready)
+	i.src.onList = i.listed
+	empty := newBuckets(m.opts.Buckets)
+	i.active.Store(&empty)
+	return i
+}
+
+// For returns a sharded informer of T from the factory f: the factory's
+// informer for T, made with opts and with its ListerWatcher narrowed to m's
+// buckets. The factory runs it; m must run too. The factory then has this
+// informer for T: use another factory for an unsharded informer of T.
+func For[T informer.Object](f *informer.Factory, m *Member, opts ...informer.ForOptions[T]) (*Informer[T], error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil Member", ErrInvalidOptions)
+	}
+	var o informer.ForOptions[T]
+	if len(opts) > 1 {
+		return nil, fmt.Errorf("%w: more than one ForOptions", ErrInvalidOptions)
+	}
+	if len(opts) == 1 {
+		o = opts[0]
+	}
+	if o.WrapListWatch != nil {
+		return nil, fmt.Errorf("%w: ForOptions.WrapListWatch is the shard package's", ErrInvalidOptions)
+	}
+	i := newInformer[T](m)
+	o.WrapListWatch = func(lw informer.ListerWatcher[T]) informer.ListerWatcher[T] {
+		i.src.inner = lw
+		return i.src
+	}
+	inf, err := informer.For(f, o)
+	if err != nil {
+		return nil, err
+	}
+	if i.src.inner == nil {
+		return nil, fmt.Errorf("%w: the factory already has an unsharded informer %s", informer.ErrOptionsConflict, inf.Name())
+	}
+	i.inf = inf
+	m.attach(i)
+	return i, nil
+}
+
+// Informer is the underlying informer: its cache, lister, stats and
+// resource version.
+func (i *Informer[T]) Informer() *informer.SharedIndexInformer[T] { return i.inf }
+
+// Lister reads the cache: this member's objects.
+func (i *Informer[T]) Lister() informer.Lister[T] { return i.inf.Lister() }
+
+// HasSynced reports whether the first list (after the member joined) is in
+// the cache.
+func (i *Informer[T]) HasSynced() bool { return i.inf.HasSynced() }
+
+// Run runs the underlying informer (not needed for one from For: the
+// factory runs it) until ctx ends.
+func (i *Informer[T]) Run(ctx context.Context) error {
+	defer i.m.detach(i)
+	return i.inf.Run(ctx)
+}
+
+// AddEventHandler registers h for the objects of this member's buckets;
+// opts are as for SharedIndexInformer.AddEventHandler. If h implements
+// Releaser, it hears of objects given up.
+func (i *Informer[T]) AddEventHandler(h informer.ResourceEventHandler[T], opts ...informer.HandlerOptions) (*informer.Registration[T], error) {
+	w := &handler[T]{i: i, h: h}
+	w.rel, _ = h.(Releaser[T])
+	var o informer.HandlerOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.Name == "" {
+		o.Name = fmt.Sprintf("%T", h)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	reg, err := i.inf.AddEventHandler(w, append([]informer.HandlerOptions{o}, opts[min(1, len(opts)):]...)...)
+	if err != nil {
+		return nil, err
+	}
+	i.handlers[reg] = w
+	return reg, nil
+}
+
+// RemoveEventHandler removes a handler AddEventHandler registered.
+func (i *Informer[T]) RemoveEventHandler(reg *informer.Registration[T]) error {
+	i.mu.Lock()
+	delete(i.handlers, reg)
+	i.mu.Unlock()
+	return i.inf.RemoveEventHandler(reg)
+}
+
+// Status is a sharded informer's report.
+type Status struct {
+	MemberStatus
+	// Mode says whether the server or this client filters.
+	Mode Mode
+	// Objects is the number of objects cached.
+	Objects int
+	// Received counts objects the server sent (listed, or in watch events);
+	// Dropped those of them outside the owned buckets.
+	Received, Dropped int64
+}
+
+// Status reports the member's view, who filters, and the cache's size.
+func (i *Informer[T]) Status() Status {
+	return Status{
+		MemberStatus: i.m.Status(),
+		Mode:         Mode(i.src.mode.Load()),
+		Objects:      i.inf.GetIndexer().Len(),
+		Received:     i.src.objects.Load(),
+		Dropped:      i.src.dropped.Load(),
+	}
+}
+
+// setActive is the member's buckets when the informer attaches.
+func (i *Informer[T]) setActive(active Buckets) {
+	i.active.Store(&active)
+	i.src.setWant(active)
+}
+
+// deactivate stops delivering lost, waits for calls in flight, tells
+// Releasers (if release), and lists active only.
+func (i *Informer[T]) deactivate(lost, active Buckets, release bool) {
+	i.active.Store(&active)
+	i.calls.Lock()
+	if release {
+		i.mu.Lock()
+		var rels []Releaser[T]
+		for _, h := range i.handlers {
+			if h.rel != nil {
+				rels = append(rels, h.rel)
+			}
+		}
+		i.mu.Unlock()
+		if len(rels) > 0 {
+			for _, obj := range i.inf.GetIndexer().All() {
+				if lost.HasHash(Hash(field(obj, i.src.key))) {
+					for _, r := range rels {
+						releaseOne(r, obj)
+					}
+				}
+			}
+		}
+	}
+	i.calls.Unlock()
+	i.src.setWant(active)
+}
+
+// releaseOne calls r.OnRelease, containing a panic as the informer does.
+func releaseOne[T informer.Object](r Releaser[T], obj T) {
+	defer func() { _ = recover() }()
+	r.OnRelease(obj)
+}
+
+// activate lists active, gained included, and marks gained's objects as
+// initial adds.
+func (i *Informer[T]) activate(gained, active Buckets) {
+	i.mu.Lock()
+	i.src.mu.Lock()
+	gen := i.src.gen + 1 // the generation setWant will make
+	i.src.mu.Unlock()
+	i.gains = append(i.gains, gain{buckets: gained, gen: gen})
+	if len(i.gains) > maxGains {
+		i.gains = i.gains[len(i.gains)-maxGains:]
+	}
+	i.mu.Unlock()
+	i.active.Store(&active)
+	i.src.setWant(active)
+}
+
+// listed records the resource version of the first complete list of a
+// gain's generation.
+func (i *Informer[T]) listed(gen uint64, rv string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for k := range i.gains {
+		if g := &i.gains[k]; g.rv == "" && g.gen <= gen {
+			g.rv = rv
+		}
+	}
+}
+
+// initial reports whether obj, added after the first list, is an initial
+// object of a gain: in its buckets, and listed with it.
+func (i *Informer[T]) initial(obj T, h uint64) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, g := range i.gains {
+		if g.rv == "" || !g.buckets.HasHash(h) {
+			continue
+		}
+		if c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), g.rv); err == nil && c <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// handler delivers the notifications of the active buckets to h.
+type handler[T informer.Object] struct {
+	i   *Informer[T]
+	h   informer.ResourceEventHandler[T]
+	rel Releaser[T]
+}
+
+func (w *handler[T]) OnAdd(obj T, isInInitialList bool) {
+	w.i.calls.RLock()
+	defer w.i.calls.RUnlock()
+	h := Hash(field(obj, w.i.src.key))
+	if !w.i.active.Load().HasHash(h) {
+		return
+	}
+	if !isInInitialList && w.i.initial(obj, h) {
+		isInInitialList = true
+	}
+	w.h.OnAdd(obj, isInInitialList)
+}
+
+func (w *handler[T]) OnUpdate(oldObj, newObj T) {
+	w.i.calls.RLock()
+	defer w.i.calls.RUnlock()
+	if !w.i.active.Load().HasHash(Hash(field(newObj, w.i.src.key))) {
+		return
+	}
+	w.h.OnUpdate(oldObj, newObj)
+}
+
+func (w *handler[T]) OnDelete(d informer.DeletedObject[T]) {
+	w.i.calls.RLock()
+	defer w.i.calls.RUnlock()
+	if !isZero(d.Obj) && !w.i.active.Load().HasHash(Hash(field(d.Obj, w.i.src.key))) {
+		return // given up (released) or never ours
+	}
+	w.h.OnDelete(d)
+}
+
+func isZero[T informer.Object](obj T) bool {
+	var zero T
+	return any(obj) == any(zero)
+}

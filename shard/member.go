@@ -1,0 +1,622 @@
+package shard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/typedkube/informer"
+)
+
+// Labels and annotations of a member's Lease.
+const (
+	// GroupLabel names the group a Lease's member belongs to.
+	GroupLabel = "shard.typedkube.io/group"
+	// HeldAnnotation lists the buckets the member serves or is taking
+	// (encoded as "n:" and hex words), so that no other member takes them.
+	HeldAnnotation = "shard.typedkube.io/held"
+)
+
+// Errors of a Member.
+var (
+	// ErrIdentityInUse reports a Lease of the member's name held by
+	// another, live holder.
+	ErrIdentityInUse = errors.New("shard: another live replica holds this identity's Lease")
+	// ErrRunning reports a second Run of a Member.
+	ErrRunning = errors.New("shard: member already running")
+)
+
+// Options configure a Member.
+type Options struct {
+	// Leases is where the members' Leases live, such as
+	// clientset.CoordinationV1(). Required.
+	Leases coordinationv1client.LeasesGetter
+	// Namespace holds the Leases. Required.
+	Namespace string
+	// Group names the replicas that split objects among themselves; its
+	// members' Leases carry it in the GroupLabel label. Required; a valid
+	// label value.
+	Group string
+	// Identity names this replica, unique in the group; its Lease is named
+	// "<Group>-<Identity>". Default: the host name and random hex.
+	Identity string
+	// LeaseDuration is how long a member's Lease lasts without renewal:
+	// others take a silent member's buckets this long after its last
+	// renewal. Default 15s.
+	LeaseDuration time.Duration
+	// RenewInterval is how often the Lease is renewed and membership
+	// checked. A member that has not renewed for LeaseDuration minus half
+	// of it stops handling its buckets. Default LeaseDuration/3; at most
+	// LeaseDuration/2.
+	RenewInterval time.Duration
+	// Buckets is the number of equal parts the hash space is cut in, the
+	// unit of ownership: a power of two from 1 to 4096. More parts balance
+	// better among many replicas, with longer selectors. All members of a
+	// group must agree. Default 128.
+	Buckets int
+	// Key is the field objects are placed by. Default KeyUID.
+	Key Key
+}
+
+// Member is one replica of a group that splits objects among its members:
+// it holds a Lease, sees the other members' Leases, computes which buckets
+// of the hash space are its own (Assign), and moves the informers made on
+// it (For, NewInformer) to them, taking a bucket only once no other live
+// member serves it and giving one up before it publishes that it has.
+//
+// Handover: a member that must give buckets up stops delivering their
+// notifications, waits for the handler calls in flight, tells handlers that
+// implement Releaser, then removes the buckets from its Lease. A member that
+// gains buckets writes them to its Lease first, reads every Lease again
+// (a consistent LIST), backs off from any bucket another live member still
+// holds, and only then lists and delivers them. A member that cannot renew
+// its Lease stops delivering everything before its Lease expires in the
+// eyes of others. So, as long as the replicas' clocks agree to within half
+// of RenewInterval and no handler call outlasts it, no object is handled by
+// two members at once.
+type Member struct {
+	opts      Options
+	leaseName string
+	fenceAt   time.Duration // since the last renewal, when the member stops handling
+	leases    *informer.SharedIndexInformer[*coordinationv1.Lease]
+	kick      chan struct{}
+	ready     chan struct{} // closed once the first assignment is in effect
+	readyOnce sync.Once
+	running   atomic.Bool
+
+	attachMu  sync.Mutex // held while informers move; orders attach with moves
+	informers []attached
+
+	mu            sync.Mutex // guards the fields below
+	lease         *coordinationv1.Lease
+	held          Buckets // published in the Lease
+	active        Buckets // served by the informers
+	target        Buckets // what Assign gives this member
+	members       []string
+	lastRenew     time.Time // local time before the last successful write
+	lastRebalance time.Time
+	fenced        bool
+	lastErr       error
+}
+
+// attached is an informer a Member moves.
+type attached interface {
+	// deactivate stops delivering lost, tells Releasers if release is set,
+	// and lists active only.
+	deactivate(lost, active Buckets, release bool)
+	// activate lists active, gained included, and delivers gained's objects
+	// as initial adds.
+	activate(gained, active Buckets)
+	// setReady is called once, before the first activate or deactivate, with
+	// the active set then.
+	setActive(active Buckets)
+}
+
+// NewMember checks opts and returns a Member; Run makes it join.
+func NewMember(opts Options) (*Member, error) {
+	switch {
+	case opts.Leases == nil:
+		return nil, fmt.Errorf("%w: no Leases client", ErrInvalidOptions)
+	case opts.Namespace == "":
+		return nil, fmt.Errorf("%w: no Namespace", ErrInvalidOptions)
+	case opts.Group == "":
+		return nil, fmt.Errorf("%w: no Group", ErrInvalidOptions)
+	case opts.LeaseDuration < 0 || opts.RenewInterval < 0:
+		return nil, fmt.Errorf("%w: negative LeaseDuration or RenewInterval", ErrInvalidOptions)
+	}
+	if errs := validation.IsValidLabelValue(opts.Group); len(errs) > 0 {
+		return nil, fmt.Errorf("%w: Group %q: %v", ErrInvalidOptions, opts.Group, errs)
+	}
+	if opts.Identity == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		opts.Identity = fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:]))
+		if host == "" {
+			opts.Identity = hex.EncodeToString(b[:])
+		}
+	}
+	if opts.LeaseDuration == 0 {
+		opts.LeaseDuration = 15 * time.Second
+	}
+	if opts.LeaseDuration < 2*time.Second {
+		return nil, fmt.Errorf("%w: LeaseDuration %v is under 2s", ErrInvalidOptions, opts.LeaseDuration)
+	}
+	if opts.RenewInterval == 0 {
+		opts.RenewInterval = opts.LeaseDuration / 3
+	}
+	if opts.RenewInterval > opts.LeaseDuration/2 {
+		return nil, fmt.Errorf("%w: RenewInterval %v is over half of LeaseDuration %v", ErrInvalidOptions, opts.RenewInterval, opts.LeaseDuration)
+	}
+	if opts.Buckets == 0 {
+		opts.Buckets = 128
+	}
+	if err := validBucketCount(opts.Buckets); err != nil {
+		return nil, err
+	}
+	switch opts.Key {
+	case "":
+		opts.Key = KeyUID
+	case KeyUID, KeyNamespace:
+	default:
+		return nil, fmt.Errorf("%w: Key %q (want %q or %q)", ErrInvalidOptions, opts.Key, KeyUID, KeyNamespace)
+	}
+	name := opts.Group + "-" + opts.Identity
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, fmt.Errorf("%w: Lease name %q: %v", ErrInvalidOptions, name, errs)
+	}
+	m := &Member{
+		opts:      opts,
+		leaseName: name,
+		fenceAt:   opts.LeaseDuration - opts.RenewInterval/2,
+		kick:      make(chan struct{}, 1),
+		ready:     make(chan struct{}),
+		held:      newBuckets(opts.Buckets),
+		active:    newBuckets(opts.Buckets),
+		target:    newBuckets(opts.Buckets),
+	}
+	lw := informer.ListWatchFromClient[coordinationv1.Lease](opts.Leases.Leases(opts.Namespace), func(o *metav1.ListOptions) {
+		o.LabelSelector = GroupLabel + "=" + opts.Group
+	})
+	// A group's Leases are few: list and watch, without a watch-list stream.
+	leases, err := informer.NewSharedIndexInformer(informer.WithoutWatchList(lw), informer.SharedIndexInformerOptions[*coordinationv1.Lease]{
+		Name:         "shard-leases/" + opts.Group,
+		NoLabelIndex: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := leases.AddEventHandler(informer.ResourceEventHandlerFuncs[*coordinationv1.Lease]{
+		AddFunc:    func(*coordinationv1.Lease, bool) { m.poke() },
+		UpdateFunc: func(_, _ *coordinationv1.Lease) { m.poke() },
+		DeleteFunc: func(informer.DeletedObject[*coordinationv1.Lease]) { m.poke() },
+	}); err != nil {
+		return nil, err
+	}
+	m.leases = leases
+	return m, nil
+}
+
+// Identity is the member's name in its group.
+func (m *Member) Identity() string { return m.opts.Identity }
+
+// Key is the field the member's informers place objects by.
+func (m *Member) Key() Key { return m.opts.Key }
+
+// poke asks the loop to look again.
+func (m *Member) poke() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// attach adds an informer; it starts with the member's active buckets.
+func (m *Member) attach(a attached) {
+	m.attachMu.Lock()
+	defer m.attachMu.Unlock()
+	m.mu.Lock()
+	active := m.active
+	m.mu.Unlock()
+	a.setActive(active)
+	m.informers = append(m.informers, a)
+}
+
+// detach removes an informer.
+func (m *Member) detach(a attached) {
+	m.attachMu.Lock()
+	defer m.attachMu.Unlock()
+	for i, x := range m.informers {
+		if x == a {
+			m.informers = append(m.informers[:i:i], m.informers[i+1:]...)
+			return
+		}
+	}
+}
+
+// Ready is closed once the member has joined and its first assignment is in
+// effect (it may own nothing yet, if others have not given buckets up).
+func (m *Member) Ready() <-chan struct{} { return m.ready }
+
+// Run joins the group: it writes the member's Lease, watches the group's
+// Leases, renews its own and moves its informers to the buckets it owns,
+// until ctx ends. Then it stops delivering, deletes its Lease (so the
+// others take its buckets at once) and returns nil. It returns an error if
+// it cannot join: ErrIdentityInUse, or the Lease write's error. It returns
+// only after every goroutine it started has ended.
+func (m *Member) Run(ctx context.Context) error {
+	if !m.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	logger := klog.FromContext(ctx).WithValues("group", m.opts.Group, "identity", m.opts.Identity)
+	ctx = klog.NewContext(ctx, logger)
+	if err := m.join(ctx); err != nil {
+		return err
+	}
+	leaseCtx, stopLeases := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = m.leases.Run(leaseCtx) })
+	defer func() {
+		stopLeases()
+		wg.Wait()
+	}()
+	select {
+	case <-m.leases.Synced():
+	case <-ctx.Done():
+		m.leave()
+		return nil
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.leave()
+			return nil
+		case <-m.kick:
+		case <-timer.C:
+		}
+		next := m.step(ctx)
+		m.readyOnce.Do(func() { close(m.ready) })
+		timer.Reset(next)
+	}
+}
+
+// join creates the member's Lease, or takes over its own stale one.
+func (m *Member) join(ctx context.Context) error {
+	c := m.opts.Leases.Leases(m.opts.Namespace)
+	now := time.Now()
+	want := m.leaseObject(now, newBuckets(m.opts.Buckets))
+	l, err := c.Create(ctx, want, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		var old *coordinationv1.Lease
+		old, err = c.Get(ctx, m.leaseName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("shard: join %s: %w", m.leaseName, err)
+		}
+		if old.Spec.HolderIdentity != nil && *old.Spec.HolderIdentity != "" && *old.Spec.HolderIdentity != m.opts.Identity && live(old, now) {
+			return fmt.Errorf("%w: Lease %s/%s held by %q", ErrIdentityInUse, m.opts.Namespace, m.leaseName, *old.Spec.HolderIdentity)
+		}
+		if live(old, now) && heldOf(old, m.opts.Buckets).Len() > 0 {
+			// Our own earlier run, which may still be handling: wait for its
+			// Lease to expire before taking over.
+			return fmt.Errorf("%w: Lease %s/%s of an earlier run is live until %v", ErrIdentityInUse, m.opts.Namespace, m.leaseName, expiry(old))
+		}
+		want.ResourceVersion = old.ResourceVersion
+		l, err = c.Update(ctx, want, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("shard: join %s: %w", m.leaseName, err)
+	}
+	m.mu.Lock()
+	m.lease = l
+	m.lastRenew = now
+	m.mu.Unlock()
+	return nil
+}
+
+// leaseObject is the member's Lease as of now, publishing held.
+func (m *Member) leaseObject(now time.Time, held Buckets) *coordinationv1.Lease {
+	seconds := int32((m.opts.LeaseDuration + time.Second - 1) / time.Second)
+	t := metav1.NewMicroTime(now)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        m.leaseName,
+			Namespace:   m.opts.Namespace,
+			Labels:      map[string]string{GroupLabel: m.opts.Group},
+			Annotations: map[string]string{HeldAnnotation: held.encode()},
+		},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       &m.opts.Identity,
+			LeaseDurationSeconds: &seconds,
+			AcquireTime:          &t,
+			RenewTime:            &t,
+		},
+	}
+}
+
+// publish writes held and a fresh renew time to the member's Lease.
+func (m *Member) publish(ctx context.Context, held Buckets) error {
+	c := m.opts.Leases.Leases(m.opts.Namespace)
+	now := time.Now()
+	m.mu.Lock()
+	cur := m.lease
+	m.mu.Unlock()
+	want := m.leaseObject(now, held)
+	if cur != nil {
+		want.ResourceVersion = cur.ResourceVersion
+		want.Spec.AcquireTime = cur.Spec.AcquireTime
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
+	defer cancel()
+	l, err := c.Update(ctx, want, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		// Someone (an operator, or our own write that timed out) changed
+		// it: write over the latest.
+		var fresh *coordinationv1.Lease
+		if fresh, err = c.Get(ctx, m.leaseName, metav1.GetOptions{}); err == nil {
+			if h := fresh.Spec.HolderIdentity; h != nil && *h != m.opts.Identity && live(fresh, now) {
+				return fmt.Errorf("%w: Lease %s taken by %q", ErrIdentityInUse, m.leaseName, *h)
+			}
+			want.ResourceVersion = fresh.ResourceVersion
+			l, err = c.Update(ctx, want, metav1.UpdateOptions{})
+		} else if apierrors.IsNotFound(err) {
+			want.ResourceVersion = ""
+			l, err = c.Create(ctx, want, metav1.CreateOptions{})
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.lastErr = err
+		return err
+	}
+	m.lease = l
+	m.lastRenew = now
+	m.held = held
+	m.fenced = false
+	return nil
+}
+
+// step renews, fences or rebalances as needed and returns when to look again.
+func (m *Member) step(ctx context.Context) time.Duration {
+	logger := klog.FromContext(ctx)
+	now := time.Now()
+	m.mu.Lock()
+	held, active, lastRenew, fenced := m.held, m.active, m.lastRenew, m.fenced
+	m.mu.Unlock()
+
+	if now.Sub(lastRenew) >= m.opts.RenewInterval {
+		if err := m.publish(ctx, held); err != nil {
+			logger.V(2).Info("Lease renewal failed", "err", err)
+		} else {
+			lastRenew, fenced = now, false
+		}
+	}
+	if time.Since(lastRenew) >= m.fenceAt {
+		if !fenced {
+			logger.Info("Lease not renewed in time: no longer handling any bucket", "lastRenew", lastRenew)
+			m.move(active, newBuckets(m.opts.Buckets), true)
+			m.mu.Lock()
+			m.fenced = true
+			m.held = newBuckets(m.opts.Buckets) // what we will publish once we can
+			m.target = newBuckets(m.opts.Buckets)
+			m.lastRebalance = time.Now()
+			m.mu.Unlock()
+		}
+		return m.opts.RenewInterval / 4
+	}
+
+	members, othersHeld, nextExpiry := m.view(now)
+	target := Assign(members, m.opts.Buckets)[m.opts.Identity]
+	m.mu.Lock()
+	m.members, m.target = members, target
+	m.mu.Unlock()
+
+	if lost := active.Minus(target); !lost.Empty() {
+		active = active.Minus(lost)
+		m.move(lost, active, true)
+		logger.V(2).Info("Gave buckets up", "lost", lost.String(), "active", active.String())
+	}
+	if !held.Equal(active) && !held.Minus(target).Empty() {
+		if err := m.publish(ctx, active.Union(held.Intersect(target))); err == nil {
+			held = active.Union(held.Intersect(target))
+		}
+	}
+	if gain := target.Minus(active).Minus(othersHeld); !gain.Empty() {
+		gain = m.claim(ctx, active, gain)
+		if !gain.Empty() {
+			active = active.Union(gain)
+			m.moveIn(gain, active)
+			logger.V(2).Info("Took buckets", "gained", gain.String(), "active", active.String())
+		}
+	}
+	next := m.opts.RenewInterval - time.Since(lastRenew)
+	if !target.Minus(active).Empty() {
+		next = min(next, m.opts.RenewInterval/4) // waiting for others to give buckets up
+	}
+	if !nextExpiry.IsZero() {
+		next = min(next, time.Until(nextExpiry)+10*time.Millisecond)
+	}
+	return max(next, 10*time.Millisecond)
+}
+
+// claim publishes active ∪ gain, reads every Lease again, and returns the
+// part of gain no other live member holds; it publishes the reduced claim
+// if it had to back off.
+func (m *Member) claim(ctx context.Context, active, gain Buckets) Buckets {
+	logger := klog.FromContext(ctx)
+	if err := m.publish(ctx, active.Union(gain)); err != nil {
+		logger.V(2).Info("Could not publish a claim", "err", err)
+		return newBuckets(m.opts.Buckets)
+	}
+	list, err := m.opts.Leases.Leases(m.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + m.opts.Group})
+	if err != nil {
+		logger.V(2).Info("Could not check a claim", "err", err)
+		_ = m.publish(ctx, active)
+		return newBuckets(m.opts.Buckets)
+	}
+	now := time.Now()
+	others := newBuckets(m.opts.Buckets)
+	for i := range list.Items {
+		l := &list.Items[i]
+		if l.Name != m.leaseName && l.Labels[GroupLabel] == m.opts.Group && live(l, now) {
+			others = others.Union(heldOf(l, m.opts.Buckets))
+		}
+	}
+	if conflict := gain.Intersect(others); !conflict.Empty() {
+		logger.V(2).Info("Backing off from buckets another member holds", "buckets", conflict.String())
+		gain = gain.Minus(conflict)
+		_ = m.publish(ctx, active.Union(gain))
+	}
+	return gain
+}
+
+// move stops delivering lost on every informer (telling Releasers if
+// release), and lists active only.
+func (m *Member) move(lost, active Buckets, release bool) {
+	m.attachMu.Lock()
+	defer m.attachMu.Unlock()
+	for _, a := range m.informers {
+		a.deactivate(lost, active, release)
+	}
+	m.mu.Lock()
+	m.active = active
+	m.lastRebalance = time.Now()
+	m.mu.Unlock()
+}
+
+// moveIn lists active on every informer, gained included.
+func (m *Member) moveIn(gained, active Buckets) {
+	m.attachMu.Lock()
+	defer m.attachMu.Unlock()
+	m.mu.Lock()
+	m.active = active
+	m.lastRebalance = time.Now()
+	m.mu.Unlock()
+	for _, a := range m.informers {
+		a.activate(gained, active)
+	}
+}
+
+// view returns the live members of the group (this one included), the
+// buckets the others hold, and the earliest expiry of another member's
+// Lease.
+func (m *Member) view(now time.Time) (members []string, othersHeld Buckets, nextExpiry time.Time) {
+	othersHeld = newBuckets(m.opts.Buckets)
+	members = []string{m.opts.Identity}
+	for _, l := range m.leases.GetIndexer().List() {
+		if l.Name == m.leaseName || l.Namespace != m.opts.Namespace || l.Labels[GroupLabel] != m.opts.Group {
+			continue
+		}
+		if !live(l, now) {
+			continue
+		}
+		members = append(members, *l.Spec.HolderIdentity)
+		othersHeld = othersHeld.Union(heldOf(l, m.opts.Buckets))
+		if e := expiry(l); nextExpiry.IsZero() || e.Before(nextExpiry) {
+			nextExpiry = e
+		}
+	}
+	sort.Strings(members)
+	return members, othersHeld, nextExpiry
+}
+
+// leave stops delivering everything and deletes the member's Lease.
+func (m *Member) leave() {
+	m.mu.Lock()
+	active := m.active
+	m.mu.Unlock()
+	m.move(active, newBuckets(m.opts.Buckets), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m.mu.Lock()
+	var pre *metav1.Preconditions
+	if m.lease != nil {
+		pre = &metav1.Preconditions{UID: &m.lease.UID}
+	}
+	m.held = newBuckets(m.opts.Buckets)
+	m.target = newBuckets(m.opts.Buckets)
+	m.mu.Unlock()
+	_ = m.opts.Leases.Leases(m.opts.Namespace).Delete(ctx, m.leaseName, metav1.DeleteOptions{Preconditions: pre})
+}
+
+// live reports whether l has a holder and has not expired at now.
+func live(l *coordinationv1.Lease, now time.Time) bool {
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return false
+	}
+	return now.Before(expiry(l))
+}
+
+// expiry is when l expires: its renew time plus its duration.
+func expiry(l *coordinationv1.Lease) time.Time {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+}
+
+// heldOf is the buckets l's member holds; a Lease with another bucket count
+// or a malformed annotation is taken as holding everything, so that no one
+// takes a bucket it may serve.
+func heldOf(l *coordinationv1.Lease, n int) Buckets {
+	s, ok := l.Annotations[HeldAnnotation]
+	if !ok {
+		return newBuckets(n)
+	}
+	b, err := decodeBuckets(s)
+	if err != nil || b.N() != n {
+		return allBuckets(n)
+	}
+	return b
+}
+
+// MemberStatus is what a Member reports about itself.
+type MemberStatus struct {
+	Identity string
+	// Members are the live members, this one included.
+	Members []string
+	// Owned is what this member serves; Target what Assign gives it (it
+	// differs while others give buckets up).
+	Owned, Target Buckets
+	// LastRebalance is when the owned buckets last changed.
+	LastRebalance time.Time
+	// LastRenew is when the Lease was last written.
+	LastRenew time.Time
+	// Fenced reports a member that stopped handling because it could not
+	// renew its Lease.
+	Fenced bool
+	// LastError is the last Lease write error.
+	LastError error
+}
+
+// Status reports the member's view.
+func (m *Member) Status() MemberStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return MemberStatus{
+		Identity:      m.opts.Identity,
+		Members:       append([]string(nil), m.members...),
+		Owned:         m.active,
+		Target:        m.target,
+		LastRebalance: m.lastRebalance,
+		LastRenew:     m.lastRenew,
+		Fenced:        m.fenced,
+		LastError:     m.lastErr,
+	}
+}
