@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/typedkube/informer"
@@ -14,11 +15,11 @@ import (
 // Releaser is implemented by a handler that wants to hear when an object
 // leaves this replica's share because its bucket moved to another member
 // (a rebalance), as opposed to OnDelete, which means the object was
-// deleted. OnRelease is called once per cached object of the buckets given
-// up, after the last other call for them and before any other member gets
-// them; the object then leaves the cache at the relist that follows.
-// OnRelease may come for an object whose OnAdd the handler had not been
-// given yet (it was still queued).
+// deleted. When buckets are given up, OnRelease is called once for each
+// object of them the handler was told of (OnAdd or OnUpdate) and not of its
+// deletion, after the last other call for them and before any other member
+// gets them; notifications still queued for those buckets are dropped, and
+// the objects leave the cache at the relist that follows.
 type Releaser[T informer.Object] interface {
 	OnRelease(obj T)
 }
@@ -142,7 +143,9 @@ func (i *Informer[T]) Run(ctx context.Context) error {
 // Releaser, it hears of objects given up.
 func (i *Informer[T]) AddEventHandler(h informer.ResourceEventHandler[T], opts ...informer.HandlerOptions) (*informer.Registration[T], error) {
 	w := &handler[T]{i: i, h: h}
-	w.rel, _ = h.(Releaser[T])
+	if rel, ok := h.(Releaser[T]); ok {
+		w.rel, w.told = rel, make(map[types.UID]T)
+	}
 	var o informer.HandlerOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -202,21 +205,20 @@ func (i *Informer[T]) setActive(active Buckets) {
 func (i *Informer[T]) deactivate(lost, active Buckets, release bool) {
 	i.active.Store(&active)
 	i.calls.Lock()
-	if release {
-		i.mu.Lock()
-		var rels []Releaser[T]
-		for _, h := range i.handlers {
-			if h.rel != nil {
-				rels = append(rels, h.rel)
-			}
+	i.mu.Lock()
+	hs := make([]*handler[T], 0, len(i.handlers))
+	for _, h := range i.handlers {
+		if h.told != nil {
+			hs = append(hs, h)
 		}
-		i.mu.Unlock()
-		if len(rels) > 0 {
-			for _, obj := range i.inf.GetIndexer().All() {
-				if lost.HasHash(Hash(field(obj, i.src.key))) {
-					for _, r := range rels {
-						releaseOne(r, obj)
-					}
+	}
+	i.mu.Unlock()
+	for _, h := range hs {
+		for uid, obj := range h.told {
+			if lost.HasHash(Hash(field(obj, i.src.key))) {
+				delete(h.told, uid)
+				if release {
+					releaseOne(h.rel, obj)
 				}
 			}
 		}
@@ -275,11 +277,16 @@ func (i *Informer[T]) initial(obj T, h uint64) bool {
 	return false
 }
 
-// handler delivers the notifications of the active buckets to h.
+// handler delivers the notifications of the active buckets to h. For a
+// Releaser it keeps the objects h was told of and not yet of their deletion
+// (by UID), so that giving buckets up releases exactly those: a deletion
+// still queued then is dropped, as is an addition h never heard of. Only
+// h's calls (one at a time) and deactivate (which excludes them) touch told.
 type handler[T informer.Object] struct {
-	i   *Informer[T]
-	h   informer.ResourceEventHandler[T]
-	rel Releaser[T]
+	i    *Informer[T]
+	h    informer.ResourceEventHandler[T]
+	rel  Releaser[T]
+	told map[types.UID]T
 }
 
 func (w *handler[T]) OnAdd(obj T, isInInitialList bool) {
@@ -292,6 +299,9 @@ func (w *handler[T]) OnAdd(obj T, isInInitialList bool) {
 	if !isInInitialList && w.i.initial(obj, h) {
 		isInInitialList = true
 	}
+	if w.told != nil {
+		w.told[obj.GetUID()] = obj
+	}
 	w.h.OnAdd(obj, isInInitialList)
 }
 
@@ -301,6 +311,9 @@ func (w *handler[T]) OnUpdate(oldObj, newObj T) {
 	if !w.i.active.Load().HasHash(Hash(field(newObj, w.i.src.key))) {
 		return
 	}
+	if w.told != nil {
+		w.told[newObj.GetUID()] = newObj
+	}
 	w.h.OnUpdate(oldObj, newObj)
 }
 
@@ -309,6 +322,9 @@ func (w *handler[T]) OnDelete(d informer.DeletedObject[T]) {
 	defer w.i.calls.RUnlock()
 	if !isZero(d.Obj) && !w.i.active.Load().HasHash(Hash(field(d.Obj, w.i.src.key))) {
 		return // given up (released) or never ours
+	}
+	if w.told != nil && !isZero(d.Obj) {
+		delete(w.told, d.Obj.GetUID())
 	}
 	w.h.OnDelete(d)
 }

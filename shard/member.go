@@ -59,9 +59,10 @@ type Options struct {
 	// renewal. Default 15s.
 	LeaseDuration time.Duration
 	// RenewInterval is how often the Lease is renewed and membership
-	// checked. A member that has not renewed for LeaseDuration minus half
-	// of it stops handling its buckets. Default LeaseDuration/3; at most
-	// LeaseDuration/2.
+	// checked. A member that has not renewed for LeaseDuration minus the
+	// larger of RenewInterval and LeaseDuration/5 stops handling its
+	// buckets, so that it has done so before others take them. Default
+	// LeaseDuration/3; at most LeaseDuration/2.
 	RenewInterval time.Duration
 	// Buckets is the number of equal parts the hash space is cut in, the
 	// unit of ownership: a power of two from 1 to 4096. More parts balance
@@ -85,9 +86,9 @@ type Options struct {
 // (a consistent LIST), backs off from any bucket another live member still
 // holds, and only then lists and delivers them. A member that cannot renew
 // its Lease stops delivering everything before its Lease expires in the
-// eyes of others. So, as long as the replicas' clocks agree to within half
-// of RenewInterval and no handler call outlasts it, no object is handled by
-// two members at once.
+// eyes of others. So, as long as the replicas' clocks agree to within that
+// margin (the larger of RenewInterval and LeaseDuration/5) and no handler
+// call outlasts it, no object is handled by two members at once.
 type Member struct {
 	opts      Options
 	leaseName string
@@ -182,7 +183,7 @@ func NewMember(opts Options) (*Member, error) {
 	m := &Member{
 		opts:      opts,
 		leaseName: name,
-		fenceAt:   opts.LeaseDuration - opts.RenewInterval/2,
+		fenceAt:   opts.LeaseDuration - max(opts.RenewInterval, opts.LeaseDuration/5),
 		kick:      make(chan struct{}, 1),
 		ready:     make(chan struct{}),
 		held:      newBuckets(opts.Buckets),
@@ -361,7 +362,11 @@ func (m *Member) publish(ctx context.Context, held Buckets) error {
 		want.ResourceVersion = cur.ResourceVersion
 		want.Spec.AcquireTime = cur.Spec.AcquireTime
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
+	// A write that hangs must not hold the member past its fencing time.
+	m.mu.Lock()
+	fence := m.lastRenew.Add(m.fenceAt)
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, max(min(m.opts.RenewInterval, time.Until(fence)), 10*time.Millisecond))
 	defer cancel()
 	l, err := c.Update(ctx, want, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -446,6 +451,9 @@ func (m *Member) step(ctx context.Context) time.Duration {
 		}
 	}
 	next := m.opts.RenewInterval - time.Since(lastRenew)
+	if next <= 0 { // the renewal failed: retry soon, and fence on time
+		next = min(m.opts.RenewInterval/4, time.Until(lastRenew.Add(m.fenceAt)))
+	}
 	if !target.Minus(active).Empty() {
 		next = min(next, m.opts.RenewInterval/4) // waiting for others to give buckets up
 	}

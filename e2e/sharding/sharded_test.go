@@ -1,0 +1,522 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/e2e/harness"
+	"github.com/typedkube/informer/e2e/internal/kubetest"
+	"github.com/typedkube/informer/shard"
+)
+
+const (
+	buckets       = 128
+	leaseDuration = 3 * time.Second
+	renewInterval = 500 * time.Millisecond
+)
+
+// objectCount is the number of ConfigMaps a test splits (2k with -short).
+func objectCount() int {
+	if testing.Short() {
+		return 2000
+	}
+	return 10000
+}
+
+// ledger records every handler call of every replica, with its time span, and fails a call that
+// starts for a key while another replica is in a call for it.
+type ledger struct {
+	mu       sync.Mutex
+	holders  map[string]map[string]bool // key -> replicas that hold it (added, not deleted or released)
+	busy     map[string]string          // key -> replica in a call for it now
+	overlaps []string
+	calls    map[string]map[string]int // replica -> kind -> count
+}
+
+func newLedger() *ledger {
+	return &ledger{holders: make(map[string]map[string]bool), busy: make(map[string]string), calls: make(map[string]map[string]int)}
+}
+
+type ledgerHandler struct {
+	l       *ledger
+	replica string
+}
+
+func (h ledgerHandler) do(kind string, obj *corev1.ConfigMap, initial bool) {
+	key := obj.Namespace + "/" + obj.Name
+	l := h.l
+	l.mu.Lock()
+	if other, ok := l.busy[key]; ok && other != h.replica {
+		l.overlaps = append(l.overlaps, fmt.Sprintf("%s: %s on %s while %s was in a call", key, kind, h.replica, other))
+	}
+	l.busy[key] = h.replica
+	l.mu.Unlock()
+	time.Sleep(20 * time.Microsecond) // a call takes time
+	l.mu.Lock()
+	delete(l.busy, key)
+	if l.holders[key] == nil {
+		l.holders[key] = make(map[string]bool)
+	}
+	switch kind {
+	case "add", "update":
+		l.holders[key][h.replica] = true
+	default:
+		delete(l.holders[key], h.replica)
+	}
+	if l.calls[h.replica] == nil {
+		l.calls[h.replica] = make(map[string]int)
+	}
+	if initial {
+		kind += "(initial)"
+	}
+	l.calls[h.replica][kind]++
+	l.mu.Unlock()
+}
+
+func (h ledgerHandler) OnAdd(obj *corev1.ConfigMap, initial bool) { h.do("add", obj, initial) }
+func (h ledgerHandler) OnUpdate(_, obj *corev1.ConfigMap)          { h.do("update", obj, false) }
+func (h ledgerHandler) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
+	if d.Obj != nil {
+		h.do("delete", d.Obj, false)
+	}
+}
+func (h ledgerHandler) OnRelease(obj *corev1.ConfigMap) { h.do("release", obj, false) }
+
+func (l *ledger) count(replica, kind string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.calls[replica][kind]
+}
+
+// replica is one controller replica: its own clients (and connections), factory, Member and
+// sharded informer of ConfigMaps. Its transport counts the bytes of ConfigMap responses and can
+// be cut, as a network partition would.
+type replica struct {
+	name    string
+	clients *kubetest.Clients
+	factory *informer.Factory
+	member  *shard.Member
+	inf     *shard.Informer[*corev1.ConfigMap]
+	cut     atomic.Bool
+	bytes   atomic.Int64
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stopped atomic.Bool
+}
+
+type countingTransport struct {
+	rt http.RoundTripper
+	r  *replica
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.r.cut.Load() {
+		return nil, errors.New("partitioned")
+	}
+	resp, err := t.rt.RoundTrip(req)
+	if err == nil && strings.Contains(req.URL.Path, "/configmaps") {
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &t.r.bytes}
+	}
+	return resp, err
+}
+
+func (t countingTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+func startReplica(t *testing.T, srv *harness.Server, ns, name string, l *ledger) *replica {
+	t.Helper()
+	r := &replica{name: name, done: make(chan struct{})}
+	cfg := rest.CopyConfig(srv.AdminConfig())
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, r: r} })
+	c, err := kubetest.NewClients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.clients = c
+	r.member, err = shard.NewMember(shard.Options{
+		Leases: c.Kube.CoordinationV1(), Namespace: ns, Group: "configmaps", Identity: name,
+		LeaseDuration: leaseDuration, RenewInterval: renewInterval, Buckets: buckets,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.factory, err = informer.NewFactory(c.Config, informer.FactoryOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.inf, err = shard.For[*corev1.ConfigMap](r.factory, r.member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.inf.AddEventHandler(ledgerHandler{l: l, replica: name}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() {
+		defer close(r.done)
+		if err := r.member.Run(ctx); err != nil {
+			t.Errorf("%s: Member.Run: %v", name, err)
+		}
+	}()
+	r.factory.Start(ctx)
+	t.Cleanup(r.stop)
+	return r
+}
+
+// stop stops the replica gracefully (its Lease is deleted), or after a cut.
+func (r *replica) stop() {
+	if r.stopped.Swap(true) {
+		return
+	}
+	r.cancel()
+	r.factory.Shutdown()
+	<-r.done
+	r.clients.Close()
+}
+
+// serverObjects lists the namespace's ConfigMaps.
+func serverObjects(ctx context.Context, c *kubetest.Clients, ns string) (map[string]*corev1.ConfigMap, error) {
+	list, err := c.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*corev1.ConfigMap, len(list.Items))
+	for i := range list.Items {
+		o := &list.Items[i]
+		out[o.Namespace+"/"+o.Name] = o
+	}
+	return out, nil
+}
+
+// check returns why the live replicas are not settled: each must own what Assign gives it among
+// them, cache exactly the server's objects of its buckets, and its handler must hold exactly
+// those (every object held by exactly one live replica, deleted ones by none).
+func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*replica, l *ledger) error {
+	var names []string
+	for _, r := range live {
+		names = append(names, r.name)
+	}
+	want := shard.Assign(names, buckets)
+	objs, err := serverObjects(ctx, admin, ns)
+	if err != nil {
+		return err
+	}
+	for _, r := range live {
+		st := r.inf.Status()
+		if !st.Owned.Equal(want[r.name]) {
+			return fmt.Errorf("%s owns %d buckets, not the %d Assign gives it (it sees members %v)", r.name, st.Owned.Len(), want[r.name].Len(), st.Members)
+		}
+		n := 0
+		for key, o := range objs {
+			if !st.Owned.HasHash(shard.Hash(string(o.UID))) {
+				continue
+			}
+			n++
+			cached, ok := r.inf.Informer().GetIndexer().GetByKey(key)
+			if !ok || cached.ResourceVersion != o.ResourceVersion {
+				return fmt.Errorf("%s: %s missing or stale in its cache", r.name, key)
+			}
+		}
+		if got := r.inf.Informer().GetIndexer().Len(); got != n {
+			return fmt.Errorf("%s caches %d objects, want its %d", r.name, got, n)
+		}
+	}
+	isLive := make(map[string]bool)
+	for _, r := range live {
+		isLive[r.name] = true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for key, holders := range l.holders {
+		var liveHolders []string
+		for h := range holders {
+			if isLive[h] {
+				liveHolders = append(liveHolders, h)
+			}
+		}
+		_, exists := objs[key]
+		switch {
+		case exists && len(liveHolders) != 1:
+			return fmt.Errorf("%s is held by %v, want one live replica", key, liveHolders)
+		case !exists && len(liveHolders) != 0:
+			return fmt.Errorf("deleted %s is still held by %v", key, liveHolders)
+		}
+	}
+	for key := range objs {
+		if _, ok := l.holders[key]; !ok {
+			return fmt.Errorf("%s reached no handler", key)
+		}
+	}
+	return nil
+}
+
+// settle waits until check passes, for at most the Lease duration plus 30s.
+func settle(t *testing.T, admin *kubetest.Clients, ns string, live []*replica, l *ledger, what string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(leaseDuration + 30*time.Second)
+	for {
+		err := check(t.Context(), admin, ns, live, l)
+		if err == nil {
+			t.Logf("%s: settled in %v", what, time.Since(start).Round(time.Millisecond))
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not settled after %v: %v", what, time.Since(start).Round(time.Second), err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func configMap(ns string, i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%05d", i)},
+		Data:       map[string]string{"i": fmt.Sprint(i)},
+	}
+}
+
+func populate(t *testing.T, admin *kubetest.Clients, ns string, n int) {
+	t.Helper()
+	err := kubetest.Parallel(t.Context(), n, 32, func(ctx context.Context, i int) error {
+		_, err := admin.Kube.CoreV1().ConfigMaps(ns).Create(ctx, configMap(ns, i), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// servers runs f against the server with the gate on and the one with it off.
+func servers(t *testing.T, f func(t *testing.T, srv *harness.Server, gate bool)) {
+	t.Run("gate=on", func(t *testing.T) { f(t, gateOn, true) })
+	t.Run("gate=off", func(t *testing.T) { f(t, gateOff, false) })
+}
+
+// TestShardedSplit: three replicas over 10k ConfigMaps split them: each object is in exactly one
+// replica's cache and handler, each replica caches at most a third plus 10%, and over the wire
+// each receives only its share of the changes when the server filters (gate on), every change
+// when it does not (gate off, where the replicas say they filter on their side).
+func TestShardedSplit(t *testing.T) {
+	servers(t, func(t *testing.T, srv *harness.Server, gate bool) {
+		admin, err := kubetest.NewClients(srv.AdminConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close()
+		ns, err := kubetest.NewNamespace(t.Context(), admin.Kube, "sharded")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := objectCount()
+		populate(t, admin, ns, n)
+		l := newLedger()
+		rs := []*replica{startReplica(t, srv, ns, "a", l), startReplica(t, srv, ns, "b", l), startReplica(t, srv, ns, "c", l)}
+		settle(t, admin, ns, rs, l, "3 replicas")
+
+		wantMode := shard.ModeClient
+		if gate {
+			wantMode = shard.ModeServer
+		}
+		before := make([]shard.Status, len(rs))
+		beforeBytes := make([]int64, len(rs))
+		for i, r := range rs {
+			st := r.inf.Status()
+			if st.Mode != wantMode {
+				t.Errorf("%s filters in mode %v, want %v", r.name, st.Mode, wantMode)
+			}
+			if share := float64(st.Objects) / float64(n); share > 1.1/3 {
+				t.Errorf("%s caches %d of %d objects (%.3f), more than a third plus 10%%", r.name, st.Objects, n, share)
+			}
+			before[i], beforeBytes[i] = st, r.bytes.Load()
+		}
+
+		// A burst of updates: what does each replica receive?
+		const updates = 1000
+		err = kubetest.Parallel(t.Context(), updates, 16, func(ctx context.Context, i int) error {
+			cm := configMap(ns, i*n/updates)
+			cm.Data["v"] = "2"
+			_, err := admin.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		settle(t, admin, ns, rs, l, "after the updates")
+		var total int64
+		for i, r := range rs {
+			st := r.inf.Status()
+			received, dropped := st.Received-before[i].Received, st.Dropped-before[i].Dropped
+			got := r.bytes.Load() - beforeBytes[i]
+			total += received
+			t.Logf("%s: owns %.3f of the space, caches %d, received %d events (%d dropped), %d bytes", r.name, st.Owned.Share(), st.Objects, received, dropped, got)
+			switch {
+			case gate && (dropped != 0 || float64(received) > 1.1/3*updates+20):
+				t.Errorf("%s received %d of %d changes and dropped %d; the server should send its share only", r.name, received, updates, dropped)
+			case !gate && received != updates:
+				t.Errorf("%s received %d of %d changes; without the gate the server sends all", r.name, received, updates)
+			}
+		}
+		if gate && total != updates {
+			t.Errorf("the replicas received %d changes between them, want %d (each exactly once)", total, updates)
+		}
+		l.mu.Lock()
+		if len(l.overlaps) > 0 {
+			t.Errorf("%d calls overlapped across replicas, such as %v", len(l.overlaps), l.overlaps[0])
+		}
+		l.mu.Unlock()
+	})
+}
+
+// TestShardedRebalance: 3 replicas -> 4 -> 3 (one stops gracefully) -> 2 (one is cut off from
+// the server: it stops handling, its Lease expires, the others take its buckets), while a writer
+// creates, updates and deletes objects. After each change, within the Lease duration plus a few
+// seconds, every object is held by exactly one live replica and cached there; none is lost; no
+// two replicas are ever in a call for one object at once; objects that moved reach their new
+// owner as initial adds and leave the old one with OnRelease.
+func TestShardedRebalance(t *testing.T) {
+	servers(t, func(t *testing.T, srv *harness.Server, gate bool) {
+		admin, err := kubetest.NewClients(srv.AdminConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close()
+		ns, err := kubetest.NewNamespace(t.Context(), admin.Kube, "rebalance")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := objectCount()
+		populate(t, admin, ns, n)
+		l := newLedger()
+		a, b, c := startReplica(t, srv, ns, "a", l), startReplica(t, srv, ns, "b", l), startReplica(t, srv, ns, "c", l)
+		settle(t, admin, ns, []*replica{a, b, c}, l, "3 replicas")
+
+		// During each change a writer creates, updates and deletes; once the buckets have moved
+		// it stops, and the replicas must settle: caches and handlers checked in full.
+		var writes atomic.Int64
+		next := n
+		during := func(what string, change func() []*replica) time.Duration {
+			ctx, stopWriter := context.WithCancel(t.Context())
+			var writer sync.WaitGroup
+			writer.Go(func() {
+				cms := admin.Kube.CoreV1().ConfigMaps(ns)
+				for ; ctx.Err() == nil; next++ {
+					var err error
+					switch next % 3 {
+					case 0:
+						_, err = cms.Create(ctx, configMap(ns, next), metav1.CreateOptions{})
+					case 1:
+						cm := configMap(ns, (next*7919)%n)
+						cm.Data["w"] = fmt.Sprint(next)
+						_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+					case 2:
+						err = cms.Delete(ctx, fmt.Sprintf("cm-%05d", (next*104729)%n), metav1.DeleteOptions{})
+					}
+					if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+						t.Errorf("writer: %v", err)
+						return
+					}
+					writes.Add(1)
+					time.Sleep(5 * time.Millisecond)
+				}
+			})
+			defer func() { stopWriter(); writer.Wait() }() // also when a check fails
+			time.Sleep(200 * time.Millisecond)
+			start := time.Now()
+			live := change()
+			settleWhileWriting(t, live, what)
+			took := time.Since(start)
+			time.Sleep(200 * time.Millisecond)
+			stopWriter()
+			writer.Wait()
+			settle(t, admin, ns, live, l, what)
+			return took
+		}
+
+		var d *replica
+		during("3 -> 4", func() []*replica {
+			d = startReplica(t, srv, ns, "d", l)
+			return []*replica{a, b, c, d}
+		})
+		if got := l.count("d", "add(initial)"); got == 0 {
+			t.Errorf("d got no initial adds for the buckets it took")
+		}
+		released := 0
+		for _, r := range []string{"a", "b", "c"} {
+			released += l.count(r, "release")
+		}
+		if released == 0 {
+			t.Errorf("a, b and c released nothing when d joined")
+		}
+		during("4 -> 3 (c stops)", func() []*replica {
+			c.stop()
+			return []*replica{a, b, d}
+		})
+		took := during("3 -> 2 (d cut off from the server)", func() []*replica {
+			d.cut.Store(true) // d can no longer renew: it stops handling, its Lease expires
+			return []*replica{a, b}
+		})
+		if st := d.member.Status(); !st.Fenced {
+			t.Errorf("d, cut off, did not stop handling: %+v", st)
+		}
+		t.Logf("gate %v: %d writes during the changes; the cut-off replica's buckets moved within %v (Lease %v)", gate, writes.Load(), took.Round(time.Millisecond), leaseDuration)
+		l.mu.Lock()
+		if len(l.overlaps) > 0 {
+			t.Errorf("%d calls overlapped across replicas, such as %v", len(l.overlaps), l.overlaps[:min(3, len(l.overlaps))])
+		}
+		l.mu.Unlock()
+	})
+}
+
+// settleWhileWriting waits until the replicas own what Assign gives them; with the writer still
+// running, caches and handlers are checked once it has stopped (settle).
+func settleWhileWriting(t *testing.T, live []*replica, what string) {
+	t.Helper()
+	var names []string
+	for _, r := range live {
+		names = append(names, r.name)
+	}
+	want := shard.Assign(names, buckets)
+	start := time.Now()
+	deadline := start.Add(leaseDuration + 30*time.Second)
+	for {
+		ok := true
+		for _, r := range live {
+			if st := r.inf.Status(); !st.Owned.Equal(want[r.name]) || !r.inf.HasSynced() {
+				ok = false
+			}
+		}
+		if ok {
+			t.Logf("%s: buckets moved in %v", what, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: buckets not moved after %v", what, time.Since(start).Round(time.Second))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
