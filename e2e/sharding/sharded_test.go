@@ -88,7 +88,7 @@ func (h ledgerHandler) do(kind string, obj *corev1.ConfigMap, initial bool) {
 }
 
 func (h ledgerHandler) OnAdd(obj *corev1.ConfigMap, initial bool) { h.do("add", obj, initial) }
-func (h ledgerHandler) OnUpdate(_, obj *corev1.ConfigMap)          { h.do("update", obj, false) }
+func (h ledgerHandler) OnUpdate(_, obj *corev1.ConfigMap)         { h.do("update", obj, false) }
 func (h ledgerHandler) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
 	if d.Obj != nil {
 		h.do("delete", d.Obj, false)
