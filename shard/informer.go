@@ -19,7 +19,10 @@ import (
 // object of them the handler was told of (OnAdd or OnUpdate) and not of its
 // deletion, after the last other call for them and before any other member
 // gets them; notifications still queued for those buckets are dropped, and
-// the objects leave the cache at the relist that follows.
+// the objects leave the cache at the relist that follows. The exception is
+// a member that could not renew its Lease: it stops delivering before the
+// Lease expires, and its OnRelease calls, made then, may still be running
+// when another member, after the expiry, has taken the objects over.
 type Releaser[T informer.Object] interface {
 	OnRelease(obj T)
 }
