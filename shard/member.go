@@ -438,9 +438,10 @@ func (m *Member) step(ctx context.Context) time.Duration {
 		logger.V(2).Info("Gave buckets up", "lost", lost.String(), "active", active.String())
 	}
 	if !held.Equal(active) && !held.Minus(target).Empty() {
-		if err := m.publish(ctx, active.Union(held.Intersect(target))); err == nil {
-			held = active.Union(held.Intersect(target))
-		}
+		// Publish what was given up. If the write fails, the Lease claims
+		// more than is served, which only delays others: the next step
+		// publishes again.
+		_ = m.publish(ctx, active.Union(held.Intersect(target)))
 	}
 	if gain := target.Minus(active).Minus(othersHeld); !gain.Empty() {
 		gain = m.claim(ctx, active, gain)
