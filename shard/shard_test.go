@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
@@ -121,11 +122,11 @@ type replica struct {
 	done   chan struct{}
 }
 
-func startReplica(t *testing.T, leases *fake.Clientset, src *informertest.Source[*corev1.ConfigMap], l *log, name string) *replica {
+func startReplica(t *testing.T, leases *fake.Clientset, src *informertest.Source[*corev1.ConfigMap], l *log, name string, key ...Key) *replica {
 	t.Helper()
 	m, err := NewMember(Options{
 		Leases: leases.CoordinationV1(), Namespace: "leases", Group: "cms", Identity: name,
-		LeaseDuration: 2 * time.Second, RenewInterval: 200 * time.Millisecond, Buckets: 64,
+		LeaseDuration: 2 * time.Second, RenewInterval: 200 * time.Millisecond, Buckets: 64, Key: append(key, KeyUID)[0],
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +177,7 @@ func converged(rs []*replica, src *informertest.Source[*corev1.ConfigMap]) error
 		}
 		n := 0
 		for _, o := range objs {
-			if st.Owned.HasHash(Hash(string(o.UID))) {
+			if st.Owned.HasHash(Hash(field(o, r.member.Key()))) {
 				n++
 				if _, ok := r.inf.Informer().GetIndexer().GetByKey(o.Namespace + "/" + o.Name); !ok {
 					return fmt.Errorf("%s lacks %s", r.name, o.Name)
@@ -447,3 +448,77 @@ func TestShardedIdentityInUse(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return err != nil && errors.Is(err, target) }
+
+// TestShardedByNamespace: with KeyNamespace, each namespace's objects all
+// go to one replica, and removing a handler stops its calls.
+func TestShardedByNamespace(t *testing.T) {
+	var objs []*corev1.ConfigMap
+	for i := range 200 {
+		o := configMap(i)
+		o.Namespace = fmt.Sprintf("ns-%d", i%20)
+		objs = append(objs, o)
+	}
+	src := informertest.NewSource(objs...)
+	leases := fake.NewClientset()
+	l := newLog()
+	rs := []*replica{startReplica(t, leases, src, l, "a", KeyNamespace), startReplica(t, leases, src, l, "b", KeyNamespace)}
+	waitConverged(t, rs, src)
+	where := make(map[string]string)
+	for _, r := range rs {
+		list, err := r.inf.Lister().List(labels.Everything())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list {
+			if other, ok := where[o.Namespace]; ok && other != r.name {
+				t.Errorf("namespace %s is split between %s and %s", o.Namespace, other, r.name)
+			}
+			where[o.Namespace] = r.name
+		}
+		if st := r.inf.Status(); len(st.Owned.Ranges()) == 0 || st.LastRebalance.IsZero() {
+			t.Errorf("%s: status %+v", r.name, st)
+		}
+	}
+	if len(where) != 20 {
+		t.Errorf("%d namespaces cached, want 20", len(where))
+	}
+
+	// A removed handler hears nothing more.
+	rec := &informertest.Recorder[*corev1.ConfigMap]{}
+	reg, err := rs[0].inf.AddEventHandler(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[0].inf.RemoveEventHandler(reg); err != nil {
+		t.Fatal(err)
+	}
+	kept := &informertest.Recorder[*corev1.ConfigMap]{}
+	if _, err := rs[0].inf.AddEventHandler(kept); err != nil {
+		t.Fatal(err)
+	}
+	n := rec.Len()
+	for _, o := range objs {
+		u := o.DeepCopy()
+		u.Data = map[string]string{"x": "y"}
+		if _, err := src.Update(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	want := rs[0].inf.Informer().GetIndexer().Len()
+	if err := kept.WaitFor(ctx, "the updates of a's objects", func(calls []informertest.Call[*corev1.ConfigMap]) bool {
+		updates := 0
+		for _, c := range calls {
+			if c.Kind == informertest.OnUpdate {
+				updates++
+			}
+		}
+		return updates == want
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Len() != n {
+		t.Errorf("a removed handler got %d more calls", rec.Len()-n)
+	}
+}
