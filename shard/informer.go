@@ -83,6 +83,7 @@ func newInformer[T informer.Object](m *Member) *Informer[T] {
 	i := &Informer[T]{m: m, handlers: make(map[*informer.Registration[T]]*handler[T])}
 	i.src = newSource[T](m.opts.Key, m.opts.Buckets, m.ready)
 	i.src.onList = i.listed
+	i.src.why = m.notJoined
 	empty := newBuckets(m.opts.Buckets)
 	i.active.Store(&empty)
 	return i

@@ -249,6 +249,26 @@ func (m *Member) detach(a attached) {
 	}
 }
 
+// notJoined says why the member is not ready.
+func (m *Member) notJoined() string {
+	why := "its first assignment is not done yet"
+	switch {
+	case !m.running.Load():
+		why = "Member.Run is not running"
+	case !m.leases.HasSynced():
+		why = fmt.Sprintf("the Leases of group %s in namespace %s are not listed yet", m.opts.Group, m.opts.Namespace)
+		if err := m.leases.SyncFailure(); err != nil {
+			why += ": " + err.Error()
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lastErr != nil {
+		why += "; last Lease write: " + m.lastErr.Error()
+	}
+	return why
+}
+
 // Ready is closed once the member has joined and its first assignment is in
 // effect (it may own nothing yet, if others have not given buckets up).
 func (m *Member) Ready() <-chan struct{} { return m.ready }
@@ -263,6 +283,7 @@ func (m *Member) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
+	defer m.running.Store(false)
 	logger := klog.FromContext(ctx).WithValues("group", m.opts.Group, "identity", m.opts.Identity)
 	ctx = klog.NewContext(ctx, logger)
 	if err := m.join(ctx); err != nil {
@@ -321,7 +342,11 @@ func (m *Member) join(ctx context.Context) error {
 		l, err = c.Update(ctx, want, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("shard: join %s: %w", m.leaseName, err)
+		err = fmt.Errorf("shard: join %s: %w", m.leaseName, err)
+		m.mu.Lock()
+		m.lastErr = err
+		m.mu.Unlock()
+		return err
 	}
 	m.mu.Lock()
 	m.lease = l

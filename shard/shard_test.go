@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -520,5 +521,31 @@ func TestShardedByNamespace(t *testing.T) {
 	}
 	if rec.Len() != n {
 		t.Errorf("a removed handler got %d more calls", rec.Len()-n)
+	}
+}
+
+// TestShardedNotJoined: an informer whose Member does not run, or cannot
+// write its Lease, fails its lists within seconds, saying why.
+func TestShardedNotJoined(t *testing.T) {
+	defer func(d time.Duration) { joinWait = d }(joinWait)
+	joinWait = 100 * time.Millisecond
+	leases := fake.NewClientset()
+	leases.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "cms-a", errors.New("no RBAC"))
+	})
+	m, err := NewMember(Options{Leases: leases.CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a", LeaseDuration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := NewInformer[*corev1.ConfigMap](m, informertest.NewSource[*corev1.ConfigMap](), informer.SharedIndexInformerOptions[*corev1.ConfigMap]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(t.Context()); !apierrors.IsForbidden(err) {
+		t.Fatalf("Run = %v, want the Forbidden error", err)
+	}
+	_, err = inf.src.List(t.Context(), metav1.ListOptions{})
+	if !errors.Is(err, ErrNotJoined) || !strings.Contains(err.Error(), "not running") || !strings.Contains(err.Error(), "no RBAC") {
+		t.Errorf("List = %v; want ErrNotJoined saying Run is not running, with the Lease error", err)
 	}
 }

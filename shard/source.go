@@ -20,7 +20,7 @@ var ErrNotJoined = errors.New("shard: the member has not joined its group")
 
 // joinWait is how long a List waits for the member to join before it
 // fails with ErrNotJoined (and the informer retries).
-const joinWait = 5 * time.Second
+var joinWait = 5 * time.Second
 
 // Mode says who filters a sharded informer's objects.
 type Mode int
@@ -54,6 +54,7 @@ type source[T informer.Object] struct {
 	inner   informer.ListerWatcher[T]
 	key     Key
 	ready   <-chan struct{}
+	why     func() string // why the member has not joined
 	onList  func(gen uint64, rv string) // a full list of generation gen completed at rv
 	mode    atomic.Int32
 	objects atomic.Int64 // received from the server, before filtering
@@ -100,7 +101,7 @@ func (s *source[T]) List(ctx context.Context, opts metav1.ListOptions) (*informe
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-t.C:
-		return nil, fmt.Errorf("%w: waited %v (is Member.Run running?)", ErrNotJoined, joinWait)
+		return nil, fmt.Errorf("%w: waited %v: %s", ErrNotJoined, joinWait, s.why())
 	}
 	s.mu.Lock()
 	want, gen := s.want, s.gen
