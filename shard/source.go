@@ -54,7 +54,7 @@ type source[T informer.Object] struct {
 	inner   informer.ListerWatcher[T]
 	key     Key
 	ready   <-chan struct{}
-	why     func() string // why the member has not joined
+	why     func() string               // why the member has not joined
 	onList  func(gen uint64, rv string) // a full list of generation gen completed at rv
 	mode    atomic.Int32
 	objects atomic.Int64 // received from the server, before filtering
