@@ -687,3 +687,110 @@ func TestWatchListBusySourceWithoutEndBookmark(t *testing.T) {
 		feeders.Wait()
 	})
 }
+
+// pullWatch is a watch the Reflector reads through NextEvent: its events,
+// then a read that blocks until Stop. ResultChan must not be used.
+type pullWatch struct {
+	events  []watch.Event
+	stopped chan struct{}
+	once    sync.Once
+	channed atomic.Bool
+}
+
+func newPullWatch(events ...watch.Event) *pullWatch {
+	return &pullWatch{events: events, stopped: make(chan struct{})}
+}
+
+func (w *pullWatch) NextEvent() (watch.Event, bool) {
+	if len(w.events) > 0 {
+		ev := w.events[0]
+		w.events = w.events[1:]
+		return ev, true
+	}
+	<-w.stopped
+	return watch.Event{}, false
+}
+
+func (w *pullWatch) Stop() { w.once.Do(func() { close(w.stopped) }) }
+
+func (w *pullWatch) ResultChan() <-chan watch.Event {
+	w.channed.Store(true)
+	return nil
+}
+
+// togglingStore fails its resyncs while fail is set.
+type togglingStore struct {
+	*Store[*corev1.Pod]
+	fail atomic.Bool
+}
+
+func (s *togglingStore) Resync() error {
+	if s.fail.Load() {
+		return errors.New("cannot resync")
+	}
+	return nil
+}
+
+// TestReflectorPullsEvents: a watch with NextEvent is read in the
+// Reflector's goroutine, never through ResultChan; each event's resource
+// version is published as it is applied; a failed resync wakes a blocked
+// read and ends the round; cancelling ends Run.
+func TestReflectorPullsEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		page := &ListPage[*corev1.Pod]{}
+		page.ResourceVersion = "1"
+		var watches []*pullWatch
+		var lists atomic.Int32
+		lw := funcLW{
+			ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+				lists.Add(1)
+				return page, nil
+			},
+			WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+				w := newPullWatch()
+				if len(watches) == 0 {
+					w = newPullWatch(
+						watch.Event{Type: watch.Added, Object: testobj.Pod("ns", "a", "2")},
+						watch.Event{Type: watch.Modified, Object: testobj.Pod("ns", "a", "3")},
+						watch.Event{Type: watch.Added, Object: testobj.Pod("ns", "b", "4")},
+					)
+				}
+				watches = append(watches, w)
+				return w, nil
+			},
+		}
+		store := &togglingStore{Store: podStore()}
+		var reported []string
+		r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOff, ResyncPeriod: time.Minute,
+			WatchErrorHandler: func(_ context.Context, err error) { reported = append(reported, err.Error()) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		synctest.Wait()
+		if got := r.LastSyncResourceVersion(); got != "4" || store.Len() != 2 {
+			t.Errorf("after the pulled events: resource version %q, %d objects; want 4 and 2", got, store.Len())
+		}
+		store.fail.Store(true)
+		time.Sleep(time.Minute + 5*time.Second) // the resync, then the backoff before the relist
+		synctest.Wait()
+		if want := []string{"informer: resync: cannot resync"}; !slices.Equal(reported, want) {
+			t.Errorf("reported %q, want %q: the failed resync must wake the blocked read", reported, want)
+		}
+		if n := lists.Load(); n != 2 {
+			t.Errorf("%d lists, want 2", n)
+		}
+		store.fail.Store(false)
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		for i, w := range watches {
+			if w.channed.Load() {
+				t.Errorf("watch %d was read through ResultChan", i)
+			}
+		}
+	})
+}

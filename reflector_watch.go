@@ -102,6 +102,24 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resyncErr <
 	}
 }
 
+// eventPuller is a watch whose events the Reflector can read in its own
+// goroutine, with no goroutine and channel between the stream and the
+// store (package wire's watches are). NextEvent returns the next event, or
+// false once the stream has ended or Stop was called; ResultChan is then
+// never used.
+type eventPuller interface {
+	NextEvent() (watch.Event, bool)
+}
+
+// watchState is what handleWatch tracks while it applies a watch's events.
+type watchState struct {
+	rv         string // resource version reached, not yet published
+	unsaved    bool   // rv is ahead of lastSyncRV
+	pastAdded  bool
+	applied    int
+	stopReason error // the ERROR event that ended the watch
+}
+
 // handleWatch applies the events of w to the store until w closes, an
 // ERROR event comes, the resync goroutine fails or ctx ends, and stops w.
 // It returns the number of events applied, and nil when w closed normally.
@@ -109,39 +127,40 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resyncErr <
 // This is the hot path of a running Reflector: per event it does a
 // non-blocking receive, a type assertion, the store write and two
 // non-blocking checks; it publishes the resource version when it is about
-// to wait for the next event rather than after each one.
+// to wait for the next event rather than after each one. A watch that is an
+// eventPuller is read directly instead (see pullWatch).
 func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start time.Time, fromRV bool, resyncErr <-chan error) (int, error) {
 	defer w.Stop()
-	ch := w.ResultChan()
-	done := ctx.Done()
-	var (
-		rv         string // resource version reached, not yet published
-		unsaved    bool   // rv is ahead of lastSyncRV
-		pastAdded  = fromRV
-		applied    int
-		stopReason error
-	)
+	st := watchState{pastAdded: fromRV}
 	defer func() {
-		if unsaved {
-			r.setLastSyncRV(rv)
+		if st.unsaved {
+			r.setLastSyncRV(st.rv)
 		}
 	}()
+	if p, ok := w.(eventPuller); ok {
+		if err := r.pullWatch(ctx, w, p, &st, resyncErr); err != nil {
+			return st.applied, err
+		}
+		return r.watchEnded(ctx, w, start, &st)
+	}
+	ch := w.ResultChan()
+	done := ctx.Done()
 	for {
 		var ev watch.Event
 		var ok bool
 		select {
 		case ev, ok = <-ch:
 		default:
-			if unsaved {
-				r.setLastSyncRV(rv)
-				unsaved = false
+			if st.unsaved {
+				r.setLastSyncRV(st.rv)
+				st.unsaved = false
 			}
 			select {
 			case ev, ok = <-ch:
 			case <-done:
-				return applied, ctx.Err()
+				return st.applied, ctx.Err()
 			case err := <-resyncErr:
-				return applied, err
+				return st.applied, err
 			}
 		}
 		if !ok {
@@ -149,74 +168,141 @@ func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start
 		}
 		select {
 		case <-done:
-			return applied, ctx.Err()
+			return st.applied, ctx.Err()
 		default:
 		}
 		select {
 		case err := <-resyncErr:
-			return applied, err
+			return st.applied, err
 		default:
 		}
-		if ev.Type == watch.Error {
-			stopReason = errorEventError(ev)
+		if end, err := r.applyEvent(ctx, ev, &st); err != nil {
+			return st.applied, err
+		} else if end {
 			break
 		}
-		obj, ok := ev.Object.(T)
-		if !ok || isNil(obj) {
-			r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnexpectedObject})
-			continue
+	}
+	return r.watchEnded(ctx, w, start, &st)
+}
+
+// pullWatch is handleWatch's loop for an eventPuller: it reads each event
+// in this goroutine, and stops the watch to wake a blocked read when ctx
+// ends or the resync goroutine fails. It publishes the resource version
+// after each event, as it cannot tell whether the next read will wait.
+func (r *Reflector[T]) pullWatch(ctx context.Context, w watch.Interface, p eventPuller, st *watchState, resyncErr <-chan error) error {
+	stopOnCancel := context.AfterFunc(ctx, w.Stop)
+	defer stopOnCancel()
+	var resyncFailed chan error
+	if resyncErr != nil {
+		// The resync goroutine's failure must wake a blocked read too.
+		resyncFailed = make(chan error, 1)
+		watching := make(chan struct{})
+		defer close(watching)
+		go func() {
+			select {
+			case err := <-resyncErr:
+				resyncFailed <- err
+				w.Stop()
+			case <-watching:
+			}
+		}()
+	}
+	for {
+		ev, ok := p.NextEvent()
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		objRV := obj.GetResourceVersion()
-		var err error
-		switch ev.Type {
-		case watch.Added:
-			err = r.store.Add(obj)
-		case watch.Modified:
-			pastAdded = true
-			err = r.store.Update(obj)
-		case watch.Deleted:
-			pastAdded = true
-			err = r.store.Delete(obj)
-		case watch.Bookmark:
-			if objRV == "" {
-				r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrNoResourceVersion})
-				continue
-			}
-			pastAdded = true
-			if r.bookmarker != nil {
-				r.bookmarker.Bookmark(objRV)
-			}
+		select {
+		case err := <-resyncFailed:
+			return err
 		default:
-			r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnknownEventType})
-			continue
 		}
+		if !ok {
+			return nil
+		}
+		end, err := r.applyEvent(ctx, ev, st)
 		if err != nil {
-			err = &EventError{Type: ev.Type, Object: ev.Object, Err: err}
-			if errors.Is(err, ErrClosed) {
-				return applied, err
-			}
-			r.report(ctx, err)
+			return err
 		}
-		applied++
-		// An object without a resource version (only fakes send one)
-		// leaves the last one in place rather than forget it.
-		if pastAdded && objRV != "" {
-			rv, unsaved = objRV, true
+		if st.unsaved {
+			r.setLastSyncRV(st.rv)
+			st.unsaved = false
+		}
+		if end {
+			return nil
 		}
 	}
-	if stopReason != nil {
-		return applied, fmt.Errorf("informer: watch %s: %w", r.typeName, stopReason)
+}
+
+// applyEvent applies one event to the store. It returns end when the event
+// ends the watch (an ERROR event, whose error is then st.stopReason), and
+// an error when nothing more can be applied (the store is closed).
+func (r *Reflector[T]) applyEvent(ctx context.Context, ev watch.Event, st *watchState) (end bool, err error) {
+	if ev.Type == watch.Error {
+		st.stopReason = errorEventError(ev)
+		return true, nil
+	}
+	obj, ok := ev.Object.(T)
+	if !ok || isNil(obj) {
+		r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnexpectedObject})
+		return false, nil
+	}
+	objRV := obj.GetResourceVersion()
+	switch ev.Type {
+	case watch.Added:
+		err = r.store.Add(obj)
+	case watch.Modified:
+		st.pastAdded = true
+		err = r.store.Update(obj)
+	case watch.Deleted:
+		st.pastAdded = true
+		err = r.store.Delete(obj)
+	case watch.Bookmark:
+		if objRV == "" {
+			r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrNoResourceVersion})
+			return false, nil
+		}
+		st.pastAdded = true
+		if r.bookmarker != nil {
+			r.bookmarker.Bookmark(objRV)
+		}
+	default:
+		r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnknownEventType})
+		return false, nil
+	}
+	if err != nil {
+		err = &EventError{Type: ev.Type, Object: ev.Object, Err: err}
+		if errors.Is(err, ErrClosed) {
+			return false, err
+		}
+		r.report(ctx, err)
+	}
+	st.applied++
+	// An object without a resource version (only fakes send one) leaves
+	// the last one in place rather than forget it.
+	if st.pastAdded && objRV != "" {
+		st.rv, st.unsaved = objRV, true
+	}
+	return false, nil
+}
+
+// watchEnded returns how a watch that closed, or sent an ERROR event,
+// ended: the ERROR event's error, a relist asked for through Err, a very
+// short watch, or nil.
+func (r *Reflector[T]) watchEnded(ctx context.Context, w watch.Interface, start time.Time, st *watchState) (int, error) {
+	if st.stopReason != nil {
+		return st.applied, fmt.Errorf("informer: watch %s: %w", r.typeName, st.stopReason)
 	}
 	if why, ok := w.(interface{ Err() error }); ok {
 		if err := why.Err(); errors.Is(err, ErrRelist) {
-			return applied, err
+			return st.applied, err
 		}
 	}
-	if d := r.clock.Since(start); d < veryShortWatch && applied == 0 {
-		return applied, fmt.Errorf("%w: the watch of %s closed after %v with no event", ErrVeryShortWatch, r.typeName, d)
+	if d := r.clock.Since(start); d < veryShortWatch && st.applied == 0 {
+		return st.applied, fmt.Errorf("%w: the watch of %s closed after %v with no event", ErrVeryShortWatch, r.typeName, d)
 	}
-	klog.FromContext(ctx).V(4).Info("Watch closed", "events", applied)
-	return applied, nil
+	klog.FromContext(ctx).V(4).Info("Watch closed", "events", st.applied)
+	return st.applied, nil
 }
 
 // retryWindow decides whether an internal error that ended a watch is

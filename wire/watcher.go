@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -16,24 +17,78 @@ import (
 // so that decoding runs ahead instead of handing over each event.
 const watchBuffer = 64
 
-// streamWatcher is a watch.Interface over an event decoder: one goroutine
-// decodes events into a buffered channel until the stream ends or Stop.
+// streamWatcher is a watch.Interface over an event decoder. A reader that
+// calls ResultChan gets events from a goroutine that decodes into a
+// buffered channel until the stream ends or Stop; a reader that calls
+// NextEvent instead (the informer's Reflector does) decodes each event in
+// its own goroutine, and no goroutine is started. A reader uses one or the
+// other.
 type streamWatcher struct {
-	dec    interface{ Close() }
-	result chan watch.Event
-	done   chan struct{}
-	stop   sync.Once
+	dec     interface{ Close() }
+	next    func() (watch.Event, error)
+	result  chan watch.Event
+	done    chan struct{}
+	stop    sync.Once
+	started sync.Once
+	channed atomic.Bool // ResultChan was called: NextEvent reads the channel
+	ended   bool        // NextEvent: the stream has ended
 }
 
-// newStreamWatcher starts decoding with next, which returns the next event
-// and closes nothing; close ends the stream.
+// newStreamWatcher returns a watcher decoding with next, which returns the
+// next event and closes nothing; close ends the stream.
 func newStreamWatcher(next func() (watch.Event, error), close interface{ Close() }) *streamWatcher {
-	w := &streamWatcher{dec: close, result: make(chan watch.Event, watchBuffer), done: make(chan struct{})}
-	go w.receive(next)
-	return w
+	return &streamWatcher{dec: close, next: next, result: make(chan watch.Event, watchBuffer), done: make(chan struct{})}
 }
 
-func (w *streamWatcher) ResultChan() <-chan watch.Event { return w.result }
+// ResultChan starts the decoding goroutine, once, and returns its channel.
+func (w *streamWatcher) ResultChan() <-chan watch.Event {
+	w.started.Do(func() {
+		w.channed.Store(true)
+		go w.receive()
+	})
+	return w.result
+}
+
+// NextEvent decodes the next event in the caller's goroutine. It returns
+// false once the stream has ended or Stop was called; a stream that cannot
+// be decoded ends with an ERROR event. After ResultChan (a reader that
+// switched, such as the Reflector after a watch-list stream's initial
+// events), it receives from the channel.
+func (w *streamWatcher) NextEvent() (watch.Event, bool) {
+	if w.channed.Load() {
+		ev, ok := <-w.result
+		return ev, ok
+	}
+	if w.ended {
+		return watch.Event{}, false
+	}
+	ev, err := w.next()
+	if err == nil {
+		return ev, true
+	}
+	w.ended = true
+	select {
+	case <-w.done: // Stop ended the read
+		return watch.Event{}, false
+	default:
+	}
+	w.Stop()
+	if w.stopped(err) {
+		return watch.Event{}, false
+	}
+	return w.errorEvent(err), true
+}
+
+// stopped reports whether err is the end of the stream (or of a
+// connection), which ends a watch without an ERROR event.
+func (w *streamWatcher) stopped(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err)
+}
+
+// errorEvent is the ERROR event reporting an undecodable stream.
+func (w *streamWatcher) errorEvent(err error) watch.Event {
+	return watch.Event{Type: watch.Error, Object: decodeErrors.AsObject(fmt.Errorf("unable to decode an event from the watch stream: %w", err))}
+}
 
 // Stop ends the stream; the channel closes once the goroutine has ended.
 func (w *streamWatcher) Stop() {
@@ -45,21 +100,26 @@ func (w *streamWatcher) Stop() {
 
 var decodeErrors = apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")
 
-func (w *streamWatcher) receive(next func() (watch.Event, error)) {
+func (w *streamWatcher) receive() {
 	defer close(w.result)
 	defer w.Stop()
 	for {
-		ev, err := next()
+		ev, err := w.next()
+		select {
+		case <-w.done: // stopped: nothing more, not even what was decoded
+			return
+		default:
+		}
 		if err != nil {
 			// The end of the stream, a connection closed or timed out: the
 			// channel closes and the reader watches again. Anything else is
 			// reported as an ERROR event first.
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
+			if w.stopped(err) {
 				return
 			}
 			select {
 			case <-w.done:
-			case w.result <- watch.Event{Type: watch.Error, Object: decodeErrors.AsObject(fmt.Errorf("unable to decode an event from the watch stream: %w", err))}:
+			case w.result <- w.errorEvent(err):
 			}
 			return
 		}

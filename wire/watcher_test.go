@@ -1,0 +1,99 @@
+package wire
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// scriptedStream hands out events, then err; Close makes a blocked next
+// return io.ErrClosedPipe, as closing a response body does.
+type scriptedStream struct {
+	mu     sync.Mutex
+	events []watch.Event
+	err    error // after the events; nil blocks until Close
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newScriptedStream(err error, events ...watch.Event) *scriptedStream {
+	return &scriptedStream{events: events, err: err, closed: make(chan struct{})}
+}
+
+func (s *scriptedStream) next() (watch.Event, error) {
+	s.mu.Lock()
+	if len(s.events) > 0 {
+		ev := s.events[0]
+		s.events = s.events[1:]
+		s.mu.Unlock()
+		return ev, nil
+	}
+	s.mu.Unlock()
+	if s.err != nil {
+		return watch.Event{}, s.err
+	}
+	<-s.closed
+	return watch.Event{}, io.ErrClosedPipe
+}
+
+func (s *scriptedStream) Close() { s.once.Do(func() { close(s.closed) }) }
+
+func bookmark(rv string) watch.Event {
+	return watch.Event{Type: watch.Bookmark, Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}}
+}
+
+// TestStreamWatcherNextEvent: pulled events come in order; the end of the
+// stream ends it quietly, an undecodable stream with one ERROR event, Stop
+// during a blocked read quietly; after ResultChan, NextEvent reads the
+// channel, so a reader may switch once; no goroutine is started for a
+// reader that only pulls.
+func TestStreamWatcherNextEvent(t *testing.T) {
+	s := newScriptedStream(io.EOF, bookmark("1"), bookmark("2"))
+	w := newStreamWatcher(s.next, s)
+	for _, want := range []string{"1", "2"} {
+		ev, ok := w.NextEvent()
+		if !ok || ev.Object.(*metav1.PartialObjectMetadata).ResourceVersion != want {
+			t.Fatalf("NextEvent = %v, %v; want the bookmark at %s", ev, ok, want)
+		}
+	}
+	if ev, ok := w.NextEvent(); ok {
+		t.Errorf("after EOF: %v", ev)
+	}
+	if _, ok := w.NextEvent(); ok {
+		t.Error("a second call after the end returned an event")
+	}
+
+	s = newScriptedStream(errors.New("bad frame"))
+	w = newStreamWatcher(s.next, s)
+	if ev, ok := w.NextEvent(); !ok || ev.Type != watch.Error {
+		t.Errorf("undecodable: %v, %v; want one ERROR event", ev, ok)
+	}
+	if _, ok := w.NextEvent(); ok {
+		t.Error("an event after the ERROR event")
+	}
+
+	s = newScriptedStream(nil)
+	w = newStreamWatcher(s.next, s)
+	go func() { time.Sleep(20 * time.Millisecond); w.Stop() }()
+	if ev, ok := w.NextEvent(); ok {
+		t.Errorf("Stop during a read: %v, want the end", ev)
+	}
+
+	s = newScriptedStream(nil, bookmark("1"), bookmark("2"))
+	w = newStreamWatcher(s.next, s)
+	if ev := <-w.ResultChan(); ev.Type != watch.Bookmark {
+		t.Fatalf("ResultChan: %v", ev)
+	}
+	if ev, ok := w.NextEvent(); !ok || ev.Object.(*metav1.PartialObjectMetadata).ResourceVersion != "2" {
+		t.Errorf("NextEvent after ResultChan = %v, %v; want the next from the channel", ev, ok)
+	}
+	w.Stop()
+	if _, ok := w.NextEvent(); ok {
+		t.Error("an event after Stop")
+	}
+}
