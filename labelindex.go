@@ -32,9 +32,22 @@ type labelIndex struct {
 	keys     map[string]*labelKey
 	vals     []*labelVal // by value id; nil for a free id
 	freeVals []uint32    // ids of vals free for reuse
-	refs     []refSpan   // per slot id: where the refs of its labels are
+	// refs locates the refs of each slot id's labels: refs[id/refPage]
+	// [id%refPage]. It grows a page at a time, so that it is never copied.
+	refs     [][]refSpan
 	slabs    [][]labelRef
 	slabUsed int // refs of the last slab handed out
+}
+
+// refPage is how many spans a page of labelIndex.refs holds (16 KiB).
+const refPage = 1024
+
+// span returns the span of id, or nil if id has none: its page is missing.
+func (li *labelIndex) span(id uint32) *refSpan {
+	if p := int(id / refPage); p < len(li.refs) {
+		return &li.refs[p][id%refPage]
+	}
+	return nil
 }
 
 // refSpan locates the refs of one id: slabs[slab][off:off+n:off+cap]. An id
@@ -50,11 +63,8 @@ const slabSize = 4096
 
 // refsOf returns the refs of id, of length n and capacity cap.
 func (li *labelIndex) refsOf(id uint32) []labelRef {
-	if int(id) >= len(li.refs) {
-		return nil
-	}
-	sp := li.refs[id]
-	if sp.cap == 0 {
+	sp := li.span(id)
+	if sp == nil || sp.cap == 0 {
 		return nil
 	}
 	return li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
@@ -72,7 +82,7 @@ func (li *labelIndex) grow(id uint32, refs []labelRef, n int) []labelRef {
 	}
 	sp := refSpan{slab: uint32(len(li.slabs) - 1), off: uint32(li.slabUsed), n: uint32(len(refs)), cap: uint32(c)}
 	li.slabUsed += c
-	li.refs[id] = sp
+	*li.span(id) = sp
 	out := li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
 	copy(out, refs)
 	clear(refs)
@@ -110,11 +120,13 @@ func newLabelIndex() *labelIndex {
 // set makes m the labels indexed for id. It does no work for labels that
 // did not change, and none at all if no label did.
 func (li *labelIndex) set(id uint32, m map[string]string) {
-	if int(id) >= len(li.refs) {
+	if li.span(id) == nil {
 		if len(m) == 0 {
 			return
 		}
-		li.refs = append(li.refs, make([]refSpan, int(id)+1-len(li.refs))...)
+		for int(id/refPage) >= len(li.refs) {
+			li.refs = append(li.refs, make([]refSpan, refPage))
+		}
 	}
 	refs := li.refsOf(id)
 	if li.sameLabels(refs, m) {
@@ -141,20 +153,20 @@ func (li *labelIndex) set(id uint32, m map[string]string) {
 			refs = append(refs, li.post(id, k, v)) // within the span
 		}
 	}
-	li.refs[id].n = uint32(len(refs))
+	li.span(id).n = uint32(len(refs))
 }
 
 // remove drops every label of id.
 func (li *labelIndex) remove(id uint32) {
-	if int(id) >= len(li.refs) {
+	refs := li.refsOf(id)
+	if len(refs) == 0 {
 		return
 	}
-	refs := li.refsOf(id)
 	for _, r := range refs {
 		li.unpost(id, r)
 	}
 	clear(refs)
-	li.refs[id].n = 0 // the slot's next object reuses the span
+	li.span(id).n = 0 // the slot's next object reuses the span
 }
 
 func (li *labelIndex) sameLabels(refs []labelRef, m map[string]string) bool {
@@ -206,6 +218,11 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 		key.vals[val.value] = val
 	}
 	r := labelRef{vid: val.vid, vpos: uint32(len(val.ids))}
+	if len(val.ids) == cap(val.ids) {
+		// Double, where append would grow a large posting by a quarter
+		// and copy it five times as often.
+		val.ids = slices.Grow(val.ids, max(len(val.ids), 4))
+	}
 	val.ids = append(val.ids, id)
 	key.n++
 	return r
