@@ -215,11 +215,15 @@ func (x *Indexer[T]) selectLocked(b *selectBuf[T], namespace string, inNamespace
 		// Drive from the smallest posting, test the others and the namespace.
 		if t := &q.terms[0]; t.exists {
 			for _, val := range t.key.vals {
-				x.collectLocked(b, li, val.ids, nsBucket, nsPos, namespace)
+				for ids := range val.blocks {
+					x.collectLocked(b, li, ids, nsBucket, nsPos, namespace)
+				}
 			}
 		} else {
 			for _, val := range q.vals[t.lo:t.hi] {
-				x.collectLocked(b, li, val.ids, nsBucket, nsPos, namespace)
+				for ids := range val.blocks {
+					x.collectLocked(b, li, ids, nsBucket, nsPos, namespace)
+				}
 			}
 		}
 	case nsBucket != nil:

@@ -23,7 +23,7 @@ import (
 // Postings and refs hold no pointers, so that the garbage collector need not
 // scan them: a ref names its value by its id in vals.
 //
-// Invariants: for every id and every r in refs[id], vals[r.vid].ids[r.vpos]
+// Invariants: for every id and every r in refs[id], vals[r.vid].at(r.vpos)
 // == id; an id is in a posting only through such a ref; refs[id] has at most
 // one ref per key; a key's n is the sum of its values' posting lengths; no
 // posting is empty (an empty value is removed from its key and vals, a key
@@ -96,12 +96,98 @@ type labelKey struct {
 	vals map[string]*labelVal
 }
 
-// labelVal is one value of a label key and its posting.
+// labelVal is one value of a label key and its posting: the ids whose
+// object has key=value, at positions 0 to n-1. The first postBlock
+// positions are in ids, which grows by doubling; the others in blocks of
+// postBlock, in more, so that a large posting grows without being copied.
 type labelVal struct {
 	key   *labelKey
 	value string
-	vid   uint32   // position in labelIndex.vals
-	ids   []uint32 // the ids whose object has key=value
+	vid   uint32      // position in labelIndex.vals
+	n     uint32      // how many ids the posting holds
+	ids   []uint32    // positions 0 to min(n, postBlock)-1
+	more  *[][]uint32 // positions from postBlock on, postBlock a block; nil if none
+}
+
+// postBlock is how many ids a posting holds in ids, and in each block of
+// more (4 KiB).
+const postBlock = 1024
+
+// at returns the id at position p of the posting.
+func (val *labelVal) at(p uint32) uint32 {
+	if p < postBlock {
+		return val.ids[p]
+	}
+	return (*val.more)[p/postBlock-1][p%postBlock]
+}
+
+// put makes id the one at position p of the posting.
+func (val *labelVal) put(p, id uint32) {
+	if p < postBlock {
+		val.ids[p] = id
+	} else {
+		(*val.more)[p/postBlock-1][p%postBlock] = id
+	}
+}
+
+// push adds id at the end of the posting.
+func (val *labelVal) push(id uint32) {
+	if val.n < postBlock {
+		if len(val.ids) == cap(val.ids) {
+			// Double, where append would grow by a quarter past 256.
+			ids := make([]uint32, len(val.ids), min(max(2*len(val.ids), 4), postBlock))
+			copy(ids, val.ids)
+			val.ids = ids
+		}
+		val.ids = append(val.ids, id)
+		val.n++
+		return
+	}
+	if val.more == nil {
+		val.more = new([][]uint32)
+	}
+	more := *val.more
+	b := int(val.n/postBlock) - 1 // the block of the new id
+	if b == len(more) {
+		more = append(more, make([]uint32, 0, postBlock))
+		*val.more = more
+	}
+	more[b] = append(more[b], id) // within its capacity
+	val.n++
+}
+
+// pop removes the last id of the posting. A block left empty is kept
+// until the one before it empties too, so that a posting that moves back
+// and forth across a block boundary does not allocate each time.
+func (val *labelVal) pop() {
+	val.n--
+	if val.n < postBlock {
+		val.ids = shrink(val.ids[:val.n])
+		if val.more != nil && val.n < postBlock/2 {
+			val.more = nil
+		}
+		return
+	}
+	more := *val.more
+	b := int(val.n/postBlock) - 1 // the block of the id removed
+	more[b] = more[b][:len(more[b])-1]
+	if len(more[b]) == 0 && len(more) > b+1 {
+		// Block b is the spare now: drop the one after it.
+		more[b+1] = nil
+		*val.more = more[:b+1]
+	}
+}
+
+// blocks yields the ids of the posting, a block at a time.
+func (val *labelVal) blocks(yield func([]uint32) bool) {
+	if !yield(val.ids) || val.more == nil {
+		return
+	}
+	for _, b := range *val.more {
+		if len(b) > 0 && !yield(b) {
+			return
+		}
+	}
 }
 
 // labelRef is one label of one object: its value, by id, and where the
@@ -217,13 +303,8 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 		}
 		key.vals[val.value] = val
 	}
-	r := labelRef{vid: val.vid, vpos: uint32(len(val.ids))}
-	if len(val.ids) == cap(val.ids) {
-		// Double, where append would grow a large posting by a quarter
-		// and copy it five times as often.
-		val.ids = slices.Grow(val.ids, max(len(val.ids), 4))
-	}
-	val.ids = append(val.ids, id)
+	r := labelRef{vid: val.vid, vpos: val.n}
+	val.push(id)
 	key.n++
 	return r
 }
@@ -233,14 +314,14 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 func (li *labelIndex) unpost(id uint32, r labelRef) {
 	val := li.val(r)
 	key := val.key
-	if last := uint32(len(val.ids) - 1); r.vpos != last {
-		moved := val.ids[last]
-		val.ids[r.vpos] = moved
+	if last := val.n - 1; r.vpos != last {
+		moved := val.at(last)
+		val.put(r.vpos, moved)
 		li.refOf(moved, key).vpos = r.vpos
 	}
-	val.ids = shrink(val.ids[:len(val.ids)-1])
+	val.pop()
 	key.n--
-	if len(val.ids) == 0 {
+	if val.n == 0 {
 		delete(key.vals, val.value)
 		li.vals[val.vid] = nil
 		li.freeVals = append(li.freeVals, val.vid)
@@ -365,13 +446,13 @@ func (li *labelIndex) addTerm(q *labelQuery, k, v string, vs []string) bool {
 	if vs == nil {
 		if val := key.vals[v]; val != nil {
 			q.vals = append(q.vals, val)
-			t.size = len(val.ids)
+			t.size = int(val.n)
 		}
 	} else {
 		for _, v := range vs {
 			if val := key.vals[v]; val != nil && !slices.Contains(q.vals[t.lo:], val) {
 				q.vals = append(q.vals, val)
-				t.size += len(val.ids)
+				t.size += int(val.n)
 			}
 		}
 	}

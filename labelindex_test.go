@@ -290,7 +290,7 @@ func checkLabelIndex(t testing.TB, step int, x *Indexer[*corev1.Pod]) {
 					t.Fatalf("step %d: %q indexed twice under %q", step, sl.key, val.key.name)
 				}
 				got[val.key.name] = val.value
-				if int(r.vpos) >= len(val.ids) || val.ids[r.vpos] != sl.id {
+				if r.vpos >= val.n || val.at(r.vpos) != sl.id {
 					t.Fatalf("step %d: %q: value posting position wrong", step, sl.key)
 				}
 				if li.keys[val.key.name] != val.key || val.key.vals[val.value] != val {
@@ -310,10 +310,10 @@ func checkLabelIndex(t testing.TB, step int, x *Indexer[*corev1.Pod]) {
 		}
 		n := 0
 		for v, val := range key.vals {
-			if len(val.ids) == 0 || v != val.value || val.key != key {
+			if val.n == 0 || v != val.value || val.key != key {
 				t.Fatalf("step %d: value %s=%s empty or misfiled", step, k, v)
 			}
-			n += len(val.ids)
+			n += int(val.n)
 		}
 		if n != key.n {
 			t.Fatalf("step %d: key %q counts %d ids, its values hold %d", step, k, key.n, n)
@@ -584,5 +584,109 @@ func TestLabelIndexConcurrent(t *testing.T) {
 		if _, err := l.List(sel); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A posting against a slice: pushes and swap-removes (as unpost does) that
+// cross the block boundaries both ways.
+func TestLabelPostingBlocks(t *testing.T) {
+	val := &labelVal{}
+	var want []uint32
+	check := func(step int) {
+		t.Helper()
+		if int(val.n) != len(want) {
+			t.Fatalf("step %d: n = %d, want %d", step, val.n, len(want))
+		}
+		for p, id := range want {
+			if got := val.at(uint32(p)); got != id {
+				t.Fatalf("step %d: at(%d) = %d, want %d", step, p, got, id)
+			}
+		}
+		var got []uint32
+		for ids := range val.blocks {
+			got = append(got, ids...)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: blocks hold %d ids, want %d", step, len(got), len(want))
+		}
+		if val.more != nil {
+			blocks := (len(want) - 1) / postBlock // the blocks of more in use
+			if len(want) <= postBlock {
+				blocks = 0
+			}
+			if spare := len(*val.more) - blocks; spare > 1 {
+				t.Fatalf("step %d: %d ids, %d blocks: more than one spare", step, len(want), len(*val.more))
+			}
+		}
+	}
+	// sizes the posting goes to and back from, a step at a time.
+	sizes := []int{3*postBlock + 5, 2 * postBlock, 2*postBlock - 10, 3*postBlock + 1, postBlock - 1, postBlock + 1, 10, 3 * postBlock, postBlock/2 + 1, 2 * postBlock, 0}
+	next := uint32(0)
+	step := 0
+	for _, size := range sizes {
+		for len(want) != size {
+			if len(want) < size {
+				val.push(next)
+				want = append(want, next)
+				next++
+			} else {
+				// Swap-remove at a position that moves around.
+				p := uint32(step*7919) % val.n
+				last := val.n - 1
+				val.put(p, val.at(last))
+				val.pop()
+				want[p] = want[last]
+				want = want[:last]
+			}
+			if step%97 == 0 || len(want)%postBlock <= 1 {
+				check(step)
+			}
+			step++
+		}
+		check(step)
+	}
+	if val.more != nil {
+		t.Errorf("empty posting keeps %d blocks", len(*val.more))
+	}
+}
+
+// Postings larger than a block: objects share a label, change it and go in
+// an order that moves ids across the blocks.
+func TestLabelIndexLargePostings(t *testing.T) {
+	x := newLabelIndexer()
+	l := podLister(x)
+	const n = 3*postBlock + 100
+	pod := func(i int, lbls ...string) *corev1.Pod {
+		return testobj.Pod(fmt.Sprint("ns-", i%3), fmt.Sprint("p-", i), "", lbls...)
+	}
+	for i := range n {
+		if err := x.Add(pod(i, "all=yes", fmt.Sprint("half=", i%2))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkLabelIndex(t, 0, x)
+	for round := 1; round <= 3; round++ {
+		for i := round; i < n; i += 3 + round {
+			if round == 2 {
+				x.Delete(pod(i))
+			} else if err := x.Update(pod(i, "all=yes", fmt.Sprint("half=", (i+round)%2))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkLabelIndex(t, round, x)
+		for _, s := range []string{"all=yes", "half=1", "all,half=0", "half in (0,1),all=yes"} {
+			sel, _ := labels.Parse(s)
+			for _, ns := range []string{"", "ns-1"} {
+				got, _ := l.ByNamespace(ns).List(sel)
+				checkEqual(t, round, s+" in "+ns, sortedPods(got), sortedPods(scanSelect(x, ns, sel)))
+			}
+		}
+	}
+	for i := range n {
+		x.Delete(pod(i))
+	}
+	checkLabelIndex(t, -1, x)
+	if len(x.labels.keys) != 0 {
+		t.Errorf("empty store: label index still has %d keys", len(x.labels.keys))
 	}
 }
