@@ -16,15 +16,16 @@ import (
 // its own would, and each write half as many posting updates. It is guarded
 // by the Store's mu.
 //
-// Each distinct key and value is stored once (interned), so an object's
-// labels cost the index 8 bytes of labelRef and 4 bytes of posting each,
-// whatever the length of the strings.
+// Each distinct key and value is stored once (interned), so an object costs
+// the index a 40-byte record, which holds the labelRefs of up to refInline
+// labels (an object with more has them in a slab, 8 bytes each), and 4
+// bytes of posting a label, whatever the length of the strings.
 //
 // Postings and refs hold no pointers, so that the garbage collector need not
 // scan them: a ref names its value by its id in vals.
 //
-// Invariants: for every id and every r in refs[id], vals[r.vid].at(r.vpos)
-// == id; an id is in a posting only through such a ref; refs[id] has at most
+// Invariants: for every id and every r in refsOf(id), vals[r.vid].at(r.vpos)
+// == id; an id is in a posting only through such a ref; refsOf(id) has at most
 // one ref per key; a key's n is the sum of its values' posting lengths; no
 // posting is empty (an empty value is removed from its key and vals, a key
 // without values from keys).
@@ -32,47 +33,66 @@ type labelIndex struct {
 	keys     map[string]*labelKey
 	vals     []*labelVal // by value id; nil for a free id
 	freeVals []uint32    // ids of vals free for reuse
-	// refs locates the refs of each slot id's labels: refs[id/refPage]
-	// [id%refPage]. It grows a page at a time, so that it is never copied.
-	refs     [][]refSpan
-	slabs    [][]labelRef
-	slabUsed int // refs of the last slab handed out
+	// recs holds the refs of each slot id's labels: recs[id/recPage]
+	// [id%recPage]. It grows a page at a time, so that it is never copied.
+	recs     [][]refRecord
+	slabs    [][]labelRef // the refs of objects with more than refInline labels
+	slabUsed int          // refs of the last slab handed out
 }
 
-// refPage is how many spans a page of labelIndex.refs holds (16 KiB).
-const refPage = 1024
+// refRecord holds the refs of one id: the first n of inline or, if cap is
+// not zero, of a span of cap refs in the slabs, slabs[inline[0].vid]
+// [inline[0].vpos:][:cap], where they moved when the id's object had more
+// than refInline labels. An id keeps its span, and reuses it for the next
+// object of its slot; a span too small for an object is left for a new
+// one twice as large, so an id leaves behind at most as much as it has.
+//
+// Keeping the refs of most objects in the record, rather than a span that
+// points elsewhere, saves a cache miss on every write and query test, and
+// the allocation of a span on every add.
+type refRecord struct {
+	inline [refInline]labelRef
+	n, cap uint32
+}
 
-// span returns the span of id, or nil if id has none: its page is missing.
-func (li *labelIndex) span(id uint32) *refSpan {
-	if p := int(id / refPage); p < len(li.refs) {
-		return &li.refs[p][id%refPage]
+const (
+	// refInline is how many refs a record holds in place.
+	refInline = 4
+	// recPage is how many records a page of labelIndex.recs holds (40 KiB).
+	recPage = 1024
+	// slabSize is how many refs a slab holds (32 KiB).
+	slabSize = 4096
+)
+
+// record returns the record of id, or nil if its page is missing.
+func (li *labelIndex) record(id uint32) *refRecord {
+	if p := int(id / recPage); p < len(li.recs) {
+		return &li.recs[p][id%recPage]
 	}
 	return nil
 }
 
-// refSpan locates the refs of one id: slabs[slab][off:off+n:off+cap]. An id
-// keeps its span, and reuses it for the next object of its slot; a span too
-// small for an object is left for a new one twice as large, so an id leaves
-// behind at most as much as it has.
-type refSpan struct {
-	slab, off, n, cap uint32
-}
-
-// slabSize is how many refs a slab holds (48 KiB).
-const slabSize = 4096
-
-// refsOf returns the refs of id, of length n and capacity cap.
-func (li *labelIndex) refsOf(id uint32) []labelRef {
-	sp := li.span(id)
-	if sp == nil || sp.cap == 0 {
-		return nil
+// refs returns the refs of rec, of length n and capacity refInline or cap.
+func (li *labelIndex) refs(rec *refRecord) []labelRef {
+	if rec.cap == 0 {
+		return rec.inline[:rec.n]
 	}
-	return li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
+	at := rec.inline[0]
+	return li.slabs[at.vid][at.vpos : at.vpos+rec.n : at.vpos+rec.cap]
 }
 
-// grow gives id a span with room for n refs, holding a copy of refs.
-func (li *labelIndex) grow(id uint32, refs []labelRef, n int) []labelRef {
-	c := 4
+// refsOf returns the refs of id.
+func (li *labelIndex) refsOf(id uint32) []labelRef {
+	if rec := li.record(id); rec != nil {
+		return li.refs(rec)
+	}
+	return nil
+}
+
+// grow moves the refs of rec, refs, to a span with room for n of them,
+// and returns them there.
+func (li *labelIndex) grow(rec *refRecord, refs []labelRef, n int) []labelRef {
+	c := 2 * refInline
 	for c < n {
 		c *= 2
 	}
@@ -80,12 +100,13 @@ func (li *labelIndex) grow(id uint32, refs []labelRef, n int) []labelRef {
 		li.slabs = append(li.slabs, make([]labelRef, max(slabSize, c)))
 		li.slabUsed = 0
 	}
-	sp := refSpan{slab: uint32(len(li.slabs) - 1), off: uint32(li.slabUsed), n: uint32(len(refs)), cap: uint32(c)}
+	slab, off := len(li.slabs)-1, li.slabUsed
 	li.slabUsed += c
-	*li.span(id) = sp
-	out := li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
+	out := li.slabs[slab][off : off+len(refs) : off+c]
 	copy(out, refs)
 	clear(refs)
+	rec.inline = [refInline]labelRef{{vid: uint32(slab), vpos: uint32(off)}}
+	rec.cap = uint32(c)
 	return out
 }
 
@@ -206,15 +227,17 @@ func newLabelIndex() *labelIndex {
 // set makes m the labels indexed for id. It does no work for labels that
 // did not change, and none at all if no label did.
 func (li *labelIndex) set(id uint32, m map[string]string) {
-	if li.span(id) == nil {
+	rec := li.record(id)
+	if rec == nil {
 		if len(m) == 0 {
 			return
 		}
-		for int(id/refPage) >= len(li.refs) {
-			li.refs = append(li.refs, make([]refSpan, refPage))
+		for int(id/recPage) >= len(li.recs) {
+			li.recs = append(li.recs, make([]refRecord, recPage))
 		}
+		rec = li.record(id)
 	}
-	refs := li.refsOf(id)
+	refs := li.refs(rec)
 	if li.sameLabels(refs, m) {
 		return
 	}
@@ -230,29 +253,30 @@ func (li *labelIndex) set(id uint32, m map[string]string) {
 		refs[last] = labelRef{}
 		refs = refs[:last]
 	}
-	if cap(refs) < len(m) {
-		refs = li.grow(id, refs, len(m))
+	if len(m) > cap(refs) {
+		refs = li.grow(rec, refs, len(m))
 	}
 	kept := len(refs) // labels unchanged, to skip below
 	for k, v := range m {
 		if kept == 0 || !li.hasKey(refs[:kept], k) {
-			refs = append(refs, li.post(id, k, v)) // within the span
+			refs = append(refs, li.post(id, k, v)) // within the capacity
 		}
 	}
-	li.span(id).n = uint32(len(refs))
+	rec.n = uint32(len(refs))
 }
 
 // remove drops every label of id.
 func (li *labelIndex) remove(id uint32) {
-	refs := li.refsOf(id)
-	if len(refs) == 0 {
+	rec := li.record(id)
+	if rec == nil || rec.n == 0 {
 		return
 	}
+	refs := li.refs(rec)
 	for _, r := range refs {
 		li.unpost(id, r)
 	}
 	clear(refs)
-	li.span(id).n = 0 // the slot's next object reuses the span
+	rec.n = 0 // the slot's next object reuses the record, and its span
 }
 
 func (li *labelIndex) sameLabels(refs []labelRef, m map[string]string) bool {

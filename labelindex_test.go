@@ -481,7 +481,7 @@ func runLabelIndexFuzz(t testing.TB, data []byte) {
 }
 
 var (
-	fuzzLabelKeys   = []string{"app", "tier", "rank", "x.io/y"}
+	fuzzLabelKeys   = []string{"app", "tier", "rank", "x.io/y", "zone", "a.b/c-d"} // more than refInline
 	fuzzLabelValues = []string{"", "a", "b", "1", "10", "02"}
 )
 
@@ -490,7 +490,7 @@ var (
 func fuzzLabelPod(r *opReader) *corev1.Pod {
 	r.rv++
 	p := testobj.Pod([]string{"", "ns-a", "ns-b"}[r.intn(3)], "p"+strconv.Itoa(r.intn(6)), strconv.Itoa(r.rv))
-	if mask := r.intn(16); mask != 0 {
+	if mask := r.intn(1 << len(fuzzLabelKeys)); mask != 0 {
 		p.Labels = map[string]string{}
 		for i, k := range fuzzLabelKeys {
 			if mask&(1<<i) != 0 {
@@ -515,9 +515,9 @@ func fuzzSelector(r *opReader) labels.Selector {
 	case 1:
 		return labels.Nothing()
 	case 2:
-		return labels.ValidatedSetSelector{fuzzLabelKeys[r.intn(4)]: fuzzLabelValues[r.intn(6)]}
+		return labels.ValidatedSetSelector{fuzzLabelKeys[r.intn(len(fuzzLabelKeys))]: fuzzLabelValues[r.intn(6)]}
 	case 3:
-		return opaqueSelector{labels.SelectorFromSet(labels.Set{fuzzLabelKeys[r.intn(4)]: fuzzLabelValues[r.intn(6)]})}
+		return opaqueSelector{labels.SelectorFromSet(labels.Set{fuzzLabelKeys[r.intn(len(fuzzLabelKeys))]: fuzzLabelValues[r.intn(6)]})}
 	}
 	sel := labels.NewSelector()
 	for range 1 + r.intn(3) {
@@ -534,7 +534,7 @@ func fuzzSelector(r *opReader) labels.Selector {
 		default:
 			vals = []string{fuzzLabelValues[r.intn(6)]}
 		}
-		req, err := labels.NewRequirement(fuzzLabelKeys[r.intn(4)], op, vals)
+		req, err := labels.NewRequirement(fuzzLabelKeys[r.intn(len(fuzzLabelKeys))], op, vals)
 		if err != nil {
 			panic(err)
 		}
@@ -688,5 +688,33 @@ func TestLabelIndexLargePostings(t *testing.T) {
 	checkLabelIndex(t, -1, x)
 	if len(x.labels.keys) != 0 {
 		t.Errorf("empty store: label index still has %d keys", len(x.labels.keys))
+	}
+}
+
+// Objects whose number of labels goes above what a record holds in place
+// and back, several times, in slots that are reused.
+func TestLabelIndexManyLabels(t *testing.T) {
+	x := newLabelIndexer()
+	l := podLister(x)
+	counts := []int{2, 9, 3, 17, 0, 5, 4, 33, 1}
+	for round, c := range counts {
+		for i := range 40 {
+			var lbls []string
+			for j := range c + i%3 {
+				lbls = append(lbls, fmt.Sprintf("k%d=v%d", j, (i+j+round)%4))
+			}
+			p := testobj.Pod("ns", fmt.Sprint("p-", i), strconv.Itoa(round), lbls...)
+			if i%5 == round%5 {
+				x.Delete(p)
+			} else if err := x.Update(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkLabelIndex(t, round, x)
+		for _, s := range []string{"k0=v1", "k1,k4=v2", "k8 in (v0,v3)", "k16,!k30", "k2=v1,k0=v2"} {
+			sel, _ := labels.Parse(s)
+			got, _ := l.List(sel)
+			checkEqual(t, round, s, sortedPods(got), sortedPods(scanSelect(x, "", sel)))
+		}
 	}
 }
