@@ -16,15 +16,16 @@ import (
 // its own would, and each write half as many posting updates. It is guarded
 // by the Store's mu.
 //
-// Each distinct key and value is stored once (interned), so an object's
-// labels cost the index 8 bytes of labelRef and 4 bytes of posting each,
-// whatever the length of the strings.
+// Each distinct key and value is stored once (interned), so an object costs
+// the index a 40-byte record, which holds the labelRefs of up to refInline
+// labels (an object with more has them in a slab, 8 bytes each), and 4
+// bytes of posting a label, whatever the length of the strings.
 //
 // Postings and refs hold no pointers, so that the garbage collector need not
 // scan them: a ref names its value by its id in vals.
 //
-// Invariants: for every id and every r in refs[id], vals[r.vid].ids[r.vpos]
-// == id; an id is in a posting only through such a ref; refs[id] has at most
+// Invariants: for every id and every r in refsOf(id), vals[r.vid].at(r.vpos)
+// == id; an id is in a posting only through such a ref; refsOf(id) has at most
 // one ref per key; a key's n is the sum of its values' posting lengths; no
 // posting is empty (an empty value is removed from its key and vals, a key
 // without values from keys).
@@ -32,37 +33,66 @@ type labelIndex struct {
 	keys     map[string]*labelKey
 	vals     []*labelVal // by value id; nil for a free id
 	freeVals []uint32    // ids of vals free for reuse
-	refs     []refSpan   // per slot id: where the refs of its labels are
-	slabs    [][]labelRef
-	slabUsed int // refs of the last slab handed out
+	// recs holds the refs of each slot id's labels: recs[id/recPage]
+	// [id%recPage]. It grows a page at a time, so that it is never copied.
+	recs     [][]refRecord
+	slabs    [][]labelRef // the refs of objects with more than refInline labels
+	slabUsed int          // refs of the last slab handed out
 }
 
-// refSpan locates the refs of one id: slabs[slab][off:off+n:off+cap]. An id
-// keeps its span, and reuses it for the next object of its slot; a span too
-// small for an object is left for a new one twice as large, so an id leaves
-// behind at most as much as it has.
-type refSpan struct {
-	slab, off, n, cap uint32
+// refRecord holds the refs of one id: the first n of inline or, if cap is
+// not zero, of a span of cap refs in the slabs, slabs[inline[0].vid]
+// [inline[0].vpos:][:cap], where they moved when the id's object had more
+// than refInline labels. An id keeps its span, and reuses it for the next
+// object of its slot; a span too small for an object is left for a new
+// one twice as large, so an id leaves behind at most as much as it has.
+//
+// Keeping the refs of most objects in the record, rather than a span that
+// points elsewhere, saves a cache miss on every write and query test, and
+// the allocation of a span on every add.
+type refRecord struct {
+	inline [refInline]labelRef
+	n, cap uint32
 }
 
-// slabSize is how many refs a slab holds (48 KiB).
-const slabSize = 4096
+const (
+	// refInline is how many refs a record holds in place.
+	refInline = 4
+	// recPage is how many records a page of labelIndex.recs holds (40 KiB).
+	recPage = 1024
+	// slabSize is how many refs a slab holds (32 KiB).
+	slabSize = 4096
+)
 
-// refsOf returns the refs of id, of length n and capacity cap.
+// record returns the record of id, or nil if its page is missing.
+func (li *labelIndex) record(id uint32) *refRecord {
+	if p := int(id / recPage); p < len(li.recs) {
+		return &li.recs[p][id%recPage]
+	}
+	return nil
+}
+
+// refs returns the refs of rec, of length n and capacity refInline or cap.
+func (li *labelIndex) refs(rec *refRecord) []labelRef {
+	if rec.cap == 0 {
+		return rec.inline[:rec.n]
+	}
+	at := rec.inline[0]
+	return li.slabs[at.vid][at.vpos : at.vpos+rec.n : at.vpos+rec.cap]
+}
+
+// refsOf returns the refs of id.
 func (li *labelIndex) refsOf(id uint32) []labelRef {
-	if int(id) >= len(li.refs) {
-		return nil
+	if rec := li.record(id); rec != nil {
+		return li.refs(rec)
 	}
-	sp := li.refs[id]
-	if sp.cap == 0 {
-		return nil
-	}
-	return li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
+	return nil
 }
 
-// grow gives id a span with room for n refs, holding a copy of refs.
-func (li *labelIndex) grow(id uint32, refs []labelRef, n int) []labelRef {
-	c := 4
+// grow moves the refs of rec, refs, to a span with room for n of them,
+// and returns them there.
+func (li *labelIndex) grow(rec *refRecord, refs []labelRef, n int) []labelRef {
+	c := 2 * refInline
 	for c < n {
 		c *= 2
 	}
@@ -70,12 +100,13 @@ func (li *labelIndex) grow(id uint32, refs []labelRef, n int) []labelRef {
 		li.slabs = append(li.slabs, make([]labelRef, max(slabSize, c)))
 		li.slabUsed = 0
 	}
-	sp := refSpan{slab: uint32(len(li.slabs) - 1), off: uint32(li.slabUsed), n: uint32(len(refs)), cap: uint32(c)}
+	slab, off := len(li.slabs)-1, li.slabUsed
 	li.slabUsed += c
-	li.refs[id] = sp
-	out := li.slabs[sp.slab][sp.off : sp.off+sp.n : sp.off+sp.cap]
+	out := li.slabs[slab][off : off+len(refs) : off+c]
 	copy(out, refs)
 	clear(refs)
+	rec.inline = [refInline]labelRef{{vid: uint32(slab), vpos: uint32(off)}}
+	rec.cap = uint32(c)
 	return out
 }
 
@@ -86,12 +117,98 @@ type labelKey struct {
 	vals map[string]*labelVal
 }
 
-// labelVal is one value of a label key and its posting.
+// labelVal is one value of a label key and its posting: the ids whose
+// object has key=value, at positions 0 to n-1. The first postBlock
+// positions are in ids, which grows by doubling; the others in blocks of
+// postBlock, in more, so that a large posting grows without being copied.
 type labelVal struct {
 	key   *labelKey
 	value string
-	vid   uint32   // position in labelIndex.vals
-	ids   []uint32 // the ids whose object has key=value
+	vid   uint32      // position in labelIndex.vals
+	n     uint32      // how many ids the posting holds
+	ids   []uint32    // positions 0 to min(n, postBlock)-1
+	more  *[][]uint32 // positions from postBlock on, postBlock a block; nil if none
+}
+
+// postBlock is how many ids a posting holds in ids, and in each block of
+// more (4 KiB).
+const postBlock = 1024
+
+// at returns the id at position p of the posting.
+func (val *labelVal) at(p uint32) uint32 {
+	if p < postBlock {
+		return val.ids[p]
+	}
+	return (*val.more)[p/postBlock-1][p%postBlock]
+}
+
+// put makes id the one at position p of the posting.
+func (val *labelVal) put(p, id uint32) {
+	if p < postBlock {
+		val.ids[p] = id
+	} else {
+		(*val.more)[p/postBlock-1][p%postBlock] = id
+	}
+}
+
+// push adds id at the end of the posting.
+func (val *labelVal) push(id uint32) {
+	if val.n < postBlock {
+		if len(val.ids) == cap(val.ids) {
+			// Double, where append would grow by a quarter past 256.
+			ids := make([]uint32, len(val.ids), min(max(2*len(val.ids), 4), postBlock))
+			copy(ids, val.ids)
+			val.ids = ids
+		}
+		val.ids = append(val.ids, id)
+		val.n++
+		return
+	}
+	if val.more == nil {
+		val.more = new([][]uint32)
+	}
+	more := *val.more
+	b := int(val.n/postBlock) - 1 // the block of the new id
+	if b == len(more) {
+		more = append(more, make([]uint32, 0, postBlock))
+		*val.more = more
+	}
+	more[b] = append(more[b], id) // within its capacity
+	val.n++
+}
+
+// pop removes the last id of the posting. A block left empty is kept
+// until the one before it empties too, so that a posting that moves back
+// and forth across a block boundary does not allocate each time.
+func (val *labelVal) pop() {
+	val.n--
+	if val.n < postBlock {
+		val.ids = shrink(val.ids[:val.n])
+		if val.more != nil && val.n < postBlock/2 {
+			val.more = nil
+		}
+		return
+	}
+	more := *val.more
+	b := int(val.n/postBlock) - 1 // the block of the id removed
+	more[b] = more[b][:len(more[b])-1]
+	if len(more[b]) == 0 && len(more) > b+1 {
+		// Block b is the spare now: drop the one after it.
+		more[b+1] = nil
+		*val.more = more[:b+1]
+	}
+}
+
+// blocks yields the ids of the posting, a block at a time.
+func (val *labelVal) blocks(yield func([]uint32) bool) {
+	if !yield(val.ids) || val.more == nil {
+		return
+	}
+	for _, b := range *val.more {
+		if len(b) > 0 && !yield(b) {
+			return
+		}
+	}
 }
 
 // labelRef is one label of one object: its value, by id, and where the
@@ -110,13 +227,17 @@ func newLabelIndex() *labelIndex {
 // set makes m the labels indexed for id. It does no work for labels that
 // did not change, and none at all if no label did.
 func (li *labelIndex) set(id uint32, m map[string]string) {
-	if int(id) >= len(li.refs) {
+	rec := li.record(id)
+	if rec == nil {
 		if len(m) == 0 {
 			return
 		}
-		li.refs = append(li.refs, make([]refSpan, int(id)+1-len(li.refs))...)
+		for int(id/recPage) >= len(li.recs) {
+			li.recs = append(li.recs, make([]refRecord, recPage))
+		}
+		rec = li.record(id)
 	}
-	refs := li.refsOf(id)
+	refs := li.refs(rec)
 	if li.sameLabels(refs, m) {
 		return
 	}
@@ -132,29 +253,30 @@ func (li *labelIndex) set(id uint32, m map[string]string) {
 		refs[last] = labelRef{}
 		refs = refs[:last]
 	}
-	if cap(refs) < len(m) {
-		refs = li.grow(id, refs, len(m))
+	if len(m) > cap(refs) {
+		refs = li.grow(rec, refs, len(m))
 	}
 	kept := len(refs) // labels unchanged, to skip below
 	for k, v := range m {
 		if kept == 0 || !li.hasKey(refs[:kept], k) {
-			refs = append(refs, li.post(id, k, v)) // within the span
+			refs = append(refs, li.post(id, k, v)) // within the capacity
 		}
 	}
-	li.refs[id].n = uint32(len(refs))
+	rec.n = uint32(len(refs))
 }
 
 // remove drops every label of id.
 func (li *labelIndex) remove(id uint32) {
-	if int(id) >= len(li.refs) {
+	rec := li.record(id)
+	if rec == nil || rec.n == 0 {
 		return
 	}
-	refs := li.refsOf(id)
+	refs := li.refs(rec)
 	for _, r := range refs {
 		li.unpost(id, r)
 	}
 	clear(refs)
-	li.refs[id].n = 0 // the slot's next object reuses the span
+	rec.n = 0 // the slot's next object reuses the record, and its span
 }
 
 func (li *labelIndex) sameLabels(refs []labelRef, m map[string]string) bool {
@@ -205,8 +327,8 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 		}
 		key.vals[val.value] = val
 	}
-	r := labelRef{vid: val.vid, vpos: uint32(len(val.ids))}
-	val.ids = append(val.ids, id)
+	r := labelRef{vid: val.vid, vpos: val.n}
+	val.push(id)
 	key.n++
 	return r
 }
@@ -216,14 +338,14 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 func (li *labelIndex) unpost(id uint32, r labelRef) {
 	val := li.val(r)
 	key := val.key
-	if last := uint32(len(val.ids) - 1); r.vpos != last {
-		moved := val.ids[last]
-		val.ids[r.vpos] = moved
+	if last := val.n - 1; r.vpos != last {
+		moved := val.at(last)
+		val.put(r.vpos, moved)
 		li.refOf(moved, key).vpos = r.vpos
 	}
-	val.ids = shrink(val.ids[:len(val.ids)-1])
+	val.pop()
 	key.n--
-	if len(val.ids) == 0 {
+	if val.n == 0 {
 		delete(key.vals, val.value)
 		li.vals[val.vid] = nil
 		li.freeVals = append(li.freeVals, val.vid)
@@ -348,13 +470,13 @@ func (li *labelIndex) addTerm(q *labelQuery, k, v string, vs []string) bool {
 	if vs == nil {
 		if val := key.vals[v]; val != nil {
 			q.vals = append(q.vals, val)
-			t.size = len(val.ids)
+			t.size = int(val.n)
 		}
 	} else {
 		for _, v := range vs {
 			if val := key.vals[v]; val != nil && !slices.Contains(q.vals[t.lo:], val) {
 				q.vals = append(q.vals, val)
-				t.size += len(val.ids)
+				t.size += int(val.n)
 			}
 		}
 	}

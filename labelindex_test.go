@@ -290,7 +290,7 @@ func checkLabelIndex(t testing.TB, step int, x *Indexer[*corev1.Pod]) {
 					t.Fatalf("step %d: %q indexed twice under %q", step, sl.key, val.key.name)
 				}
 				got[val.key.name] = val.value
-				if int(r.vpos) >= len(val.ids) || val.ids[r.vpos] != sl.id {
+				if r.vpos >= val.n || val.at(r.vpos) != sl.id {
 					t.Fatalf("step %d: %q: value posting position wrong", step, sl.key)
 				}
 				if li.keys[val.key.name] != val.key || val.key.vals[val.value] != val {
@@ -310,10 +310,10 @@ func checkLabelIndex(t testing.TB, step int, x *Indexer[*corev1.Pod]) {
 		}
 		n := 0
 		for v, val := range key.vals {
-			if len(val.ids) == 0 || v != val.value || val.key != key {
+			if val.n == 0 || v != val.value || val.key != key {
 				t.Fatalf("step %d: value %s=%s empty or misfiled", step, k, v)
 			}
-			n += len(val.ids)
+			n += int(val.n)
 		}
 		if n != key.n {
 			t.Fatalf("step %d: key %q counts %d ids, its values hold %d", step, k, key.n, n)
@@ -481,7 +481,7 @@ func runLabelIndexFuzz(t testing.TB, data []byte) {
 }
 
 var (
-	fuzzLabelKeys   = []string{"app", "tier", "rank", "x.io/y"}
+	fuzzLabelKeys   = []string{"app", "tier", "rank", "x.io/y", "zone", "a.b/c-d"} // more than refInline
 	fuzzLabelValues = []string{"", "a", "b", "1", "10", "02"}
 )
 
@@ -490,7 +490,7 @@ var (
 func fuzzLabelPod(r *opReader) *corev1.Pod {
 	r.rv++
 	p := testobj.Pod([]string{"", "ns-a", "ns-b"}[r.intn(3)], "p"+strconv.Itoa(r.intn(6)), strconv.Itoa(r.rv))
-	if mask := r.intn(16); mask != 0 {
+	if mask := r.intn(1 << len(fuzzLabelKeys)); mask != 0 {
 		p.Labels = map[string]string{}
 		for i, k := range fuzzLabelKeys {
 			if mask&(1<<i) != 0 {
@@ -515,9 +515,9 @@ func fuzzSelector(r *opReader) labels.Selector {
 	case 1:
 		return labels.Nothing()
 	case 2:
-		return labels.ValidatedSetSelector{fuzzLabelKeys[r.intn(4)]: fuzzLabelValues[r.intn(6)]}
+		return labels.ValidatedSetSelector{fuzzLabelKeys[r.intn(len(fuzzLabelKeys))]: fuzzLabelValues[r.intn(6)]}
 	case 3:
-		return opaqueSelector{labels.SelectorFromSet(labels.Set{fuzzLabelKeys[r.intn(4)]: fuzzLabelValues[r.intn(6)]})}
+		return opaqueSelector{labels.SelectorFromSet(labels.Set{fuzzLabelKeys[r.intn(len(fuzzLabelKeys))]: fuzzLabelValues[r.intn(6)]})}
 	}
 	sel := labels.NewSelector()
 	for range 1 + r.intn(3) {
@@ -534,7 +534,7 @@ func fuzzSelector(r *opReader) labels.Selector {
 		default:
 			vals = []string{fuzzLabelValues[r.intn(6)]}
 		}
-		req, err := labels.NewRequirement(fuzzLabelKeys[r.intn(4)], op, vals)
+		req, err := labels.NewRequirement(fuzzLabelKeys[r.intn(len(fuzzLabelKeys))], op, vals)
 		if err != nil {
 			panic(err)
 		}
@@ -583,6 +583,138 @@ func TestLabelIndexConcurrent(t *testing.T) {
 		}
 		if _, err := l.List(sel); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A posting against a slice: pushes and swap-removes (as unpost does) that
+// cross the block boundaries both ways.
+func TestLabelPostingBlocks(t *testing.T) {
+	val := &labelVal{}
+	var want []uint32
+	check := func(step int) {
+		t.Helper()
+		if int(val.n) != len(want) {
+			t.Fatalf("step %d: n = %d, want %d", step, val.n, len(want))
+		}
+		for p, id := range want {
+			if got := val.at(uint32(p)); got != id {
+				t.Fatalf("step %d: at(%d) = %d, want %d", step, p, got, id)
+			}
+		}
+		var got []uint32
+		for ids := range val.blocks {
+			got = append(got, ids...)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: blocks hold %d ids, want %d", step, len(got), len(want))
+		}
+		if val.more != nil {
+			blocks := (len(want) - 1) / postBlock // the blocks of more in use
+			if len(want) <= postBlock {
+				blocks = 0
+			}
+			if spare := len(*val.more) - blocks; spare > 1 {
+				t.Fatalf("step %d: %d ids, %d blocks: more than one spare", step, len(want), len(*val.more))
+			}
+		}
+	}
+	// sizes the posting goes to and back from, a step at a time.
+	sizes := []int{3*postBlock + 5, 2 * postBlock, 2*postBlock - 10, 3*postBlock + 1, postBlock - 1, postBlock + 1, 10, 3 * postBlock, postBlock/2 + 1, 2 * postBlock, 0}
+	next := uint32(0)
+	step := 0
+	for _, size := range sizes {
+		for len(want) != size {
+			if len(want) < size {
+				val.push(next)
+				want = append(want, next)
+				next++
+			} else {
+				// Swap-remove at a position that moves around.
+				p := uint32(step*7919) % val.n
+				last := val.n - 1
+				val.put(p, val.at(last))
+				val.pop()
+				want[p] = want[last]
+				want = want[:last]
+			}
+			if step%97 == 0 || len(want)%postBlock <= 1 {
+				check(step)
+			}
+			step++
+		}
+		check(step)
+	}
+	if val.more != nil {
+		t.Errorf("empty posting keeps %d blocks", len(*val.more))
+	}
+}
+
+// Postings larger than a block: objects share a label, change it and go in
+// an order that moves ids across the blocks.
+func TestLabelIndexLargePostings(t *testing.T) {
+	x := newLabelIndexer()
+	l := podLister(x)
+	const n = 3*postBlock + 100
+	pod := func(i int, lbls ...string) *corev1.Pod {
+		return testobj.Pod(fmt.Sprint("ns-", i%3), fmt.Sprint("p-", i), "", lbls...)
+	}
+	for i := range n {
+		if err := x.Add(pod(i, "all=yes", fmt.Sprint("half=", i%2))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkLabelIndex(t, 0, x)
+	for round := 1; round <= 3; round++ {
+		for i := round; i < n; i += 3 + round {
+			if round == 2 {
+				x.Delete(pod(i))
+			} else if err := x.Update(pod(i, "all=yes", fmt.Sprint("half=", (i+round)%2))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkLabelIndex(t, round, x)
+		for _, s := range []string{"all=yes", "half=1", "all,half=0", "half in (0,1),all=yes"} {
+			sel, _ := labels.Parse(s)
+			for _, ns := range []string{"", "ns-1"} {
+				got, _ := l.ByNamespace(ns).List(sel)
+				checkEqual(t, round, s+" in "+ns, sortedPods(got), sortedPods(scanSelect(x, ns, sel)))
+			}
+		}
+	}
+	for i := range n {
+		x.Delete(pod(i))
+	}
+	checkLabelIndex(t, -1, x)
+	if len(x.labels.keys) != 0 {
+		t.Errorf("empty store: label index still has %d keys", len(x.labels.keys))
+	}
+}
+
+// Objects whose number of labels goes above what a record holds in place
+// and back, several times, in slots that are reused.
+func TestLabelIndexManyLabels(t *testing.T) {
+	x := newLabelIndexer()
+	l := podLister(x)
+	counts := []int{2, 9, 3, 17, 0, 5, 4, 33, 1}
+	for round, c := range counts {
+		for i := range 40 {
+			var lbls []string
+			for j := range c + i%3 {
+				lbls = append(lbls, fmt.Sprintf("k%d=v%d", j, (i+j+round)%4))
+			}
+			p := testobj.Pod("ns", fmt.Sprint("p-", i), strconv.Itoa(round), lbls...)
+			if i%5 == round%5 {
+				x.Delete(p)
+			} else if err := x.Update(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkLabelIndex(t, round, x)
+		for _, s := range []string{"k0=v1", "k1,k4=v2", "k8 in (v0,v3)", "k16,!k30", "k2=v1,k0=v2"} {
+			sel, _ := labels.Parse(s)
+			got, _ := l.List(sel)
+			checkEqual(t, round, s, sortedPods(got), sortedPods(scanSelect(x, "", sel)))
 		}
 	}
 }
