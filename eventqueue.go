@@ -38,9 +38,23 @@ type eventQueue[T any] struct {
 	keyFunc   KeyFunc[T]
 	transform TransformFunc[T] // set before the informer starts, read-only after
 
-	syncState // its mu guards events
+	syncState // its mu guards events and the fields below
 	events    deque.Deque[event[T]]
+
+	// direct, if set, applies a change in the producer's goroutine: when
+	// the consumer is waiting on an empty queue after the sync, a change is
+	// applied at once instead of queued, which saves waking the consumer
+	// for each event of a quiet watch. idle is set while the consumer
+	// waits; inline while a producer applies a change (the consumer waits
+	// for it, so that order holds).
+	direct func(e *event[T])
+	idle   bool
+	inline bool
 }
+
+// setDirect sets the function that applies a change in the producer's
+// goroutine; it must be set before the producers start.
+func (q *eventQueue[T]) setDirect(f func(e *event[T])) { q.direct = f }
 
 func newEventQueue[T any](keyFunc KeyFunc[T], transform TransformFunc[T]) *eventQueue[T] {
 	q := &eventQueue[T]{keyFunc: keyFunc, transform: transform}
@@ -68,9 +82,22 @@ func (q *eventQueue[T]) change(kind eventKind, obj T) error {
 		return err
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.touchLocked()
+	if q.direct != nil && q.idle && q.synced && !q.inline && !q.closed && q.events.Len() == 0 {
+		q.inline = true
+		q.mu.Unlock()
+		e := event[T]{kind: kind, key: key, obj: obj}
+		q.direct(&e)
+		q.mu.Lock()
+		q.inline = false
+		if q.events.Len() > 0 || q.closed {
+			q.cond.Signal()
+		}
+		q.mu.Unlock()
+		return nil
+	}
 	q.pushLocked(event[T]{kind: kind, key: key, obj: obj})
+	q.mu.Unlock()
 	return nil
 }
 
@@ -130,11 +157,13 @@ func (q *eventQueue[T]) pushLocked(e event[T]) {
 func (q *eventQueue[T]) pop(dst []event[T], max int) (batch []event[T], initial, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.events.Len() == 0 {
-		if q.closed {
+	for q.events.Len() == 0 || q.inline {
+		if q.closed && q.events.Len() == 0 && !q.inline {
 			return dst, false, false
 		}
+		q.idle = q.events.Len() == 0
 		q.cond.Wait()
+		q.idle = false
 	}
 	initial = !q.synced
 	n := q.events.Len()

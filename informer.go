@@ -399,6 +399,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	}
 	ropts.Clock = s.clock
 	var store ReflectorStore[T]
+	var evq *eventQueue[T]
 	var process func(context.Context)
 	var closeQueue func()
 	switch s.opts.Queue {
@@ -416,6 +417,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 		q := newEventQueue(MetaNamespaceKeyFunc[T], s.transform)
 		store, process, closeQueue = q, func(ctx context.Context) { s.processEvents(ctx, q) }, q.Close
 		s.queueLen = q.Len
+		evq = q
 	}
 	r, err := NewReflector(ListerWatcher[T](countingListWatch[T]{s.lw, &s.counters}), store, ropts)
 	if err != nil {
@@ -443,6 +445,9 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	var core sync.WaitGroup
 	procCtx, stopProcessing := context.WithCancel(ctx)
 	defer stopProcessing()
+	if evq != nil {
+		evq.setDirect(s.directApplier(procCtx))
+	}
 	reflectorDone := make(chan error, 1)
 	core.Go(func() { reflectorDone <- r.Run(ctx) })
 	core.Go(func() { process(procCtx) })

@@ -48,6 +48,34 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 	}
 }
 
+// directApplier returns the function with which the event queue applies a
+// change in the reflector's goroutine while the processing goroutine waits
+// on an empty queue (see eventQueue.direct): the same work as a batch of
+// one, and nothing once ctx (the processing's) has ended.
+func (s *SharedIndexInformer[T]) directApplier(ctx context.Context) func(e *event[T]) {
+	var notes []notification[T]
+	return func(e *event[T]) {
+		if ctx.Err() != nil {
+			return
+		}
+		var start time.Time
+		if s.opts.Metrics != nil {
+			start = s.clock.Now()
+		}
+		s.procMu.Lock()
+		notes = s.applyEvent(ctx, e, false, notes[:0])
+		if rv := e.obj.GetResourceVersion(); rv != "" {
+			s.applied.advance(rv)
+		}
+		s.distributeLocked(notes)
+		s.procMu.Unlock()
+		clear(notes)
+		if s.opts.Metrics != nil {
+			s.opts.Metrics.ObserveProcessing(1, s.clock.Since(start))
+		}
+	}
+}
+
 // lastVersion returns the resource version of the last event of batch that
 // carries one: the server's changes are applied in order, so the cache then
 // holds every change up to it.
