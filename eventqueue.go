@@ -47,14 +47,14 @@ type eventQueue[T any] struct {
 	// for each event of a quiet watch. idle is set while the consumer
 	// waits; inline while a producer applies a change (the consumer waits
 	// for it, so that order holds).
-	direct func(e *event[T])
+	direct func(e event[T])
 	idle   bool
 	inline bool
 }
 
 // setDirect sets the function that applies a change in the producer's
 // goroutine; it must be set before the producers start.
-func (q *eventQueue[T]) setDirect(f func(e *event[T])) { q.direct = f }
+func (q *eventQueue[T]) setDirect(f func(e event[T])) { q.direct = f }
 
 func newEventQueue[T any](keyFunc KeyFunc[T], transform TransformFunc[T]) *eventQueue[T] {
 	q := &eventQueue[T]{keyFunc: keyFunc, transform: transform}
@@ -86,8 +86,7 @@ func (q *eventQueue[T]) change(kind eventKind, obj T) error {
 	if q.direct != nil && q.idle && q.synced && !q.inline && !q.closed && q.events.Len() == 0 {
 		q.inline = true
 		q.mu.Unlock()
-		e := event[T]{kind: kind, key: key, obj: obj}
-		q.direct(&e)
+		q.direct(event[T]{kind: kind, key: key, obj: obj})
 		q.mu.Lock()
 		q.inline = false
 		if q.events.Len() > 0 || q.closed {

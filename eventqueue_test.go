@@ -27,7 +27,7 @@ func TestEventQueueDirect(t *testing.T) {
 	}
 	release := make(chan struct{})
 	var block atomic.Bool
-	q.setDirect(func(e *event[*corev1.Pod]) {
+	q.setDirect(func(e event[*corev1.Pod]) {
 		record("direct " + e.key)
 		if block.Load() {
 			<-release

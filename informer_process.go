@@ -52,9 +52,9 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 // change in the reflector's goroutine while the processing goroutine waits
 // on an empty queue (see eventQueue.direct): the same work as a batch of
 // one, and nothing once ctx (the processing's) has ended.
-func (s *SharedIndexInformer[T]) directApplier(ctx context.Context) func(e *event[T]) {
+func (s *SharedIndexInformer[T]) directApplier(ctx context.Context) func(e event[T]) {
 	var notes []notification[T]
-	return func(e *event[T]) {
+	return func(e event[T]) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -63,7 +63,7 @@ func (s *SharedIndexInformer[T]) directApplier(ctx context.Context) func(e *even
 			start = s.clock.Now()
 		}
 		s.procMu.Lock()
-		notes = s.applyEvent(ctx, e, false, notes[:0])
+		notes = s.applyEvent(ctx, &e, false, notes[:0])
 		if rv := e.obj.GetResourceVersion(); rv != "" {
 			s.applied.advance(rv)
 		}
