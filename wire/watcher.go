@@ -31,6 +31,8 @@ type streamWatcher struct {
 	stop    sync.Once
 	started sync.Once
 	channed atomic.Bool // ResultChan was called: NextEvent reads the channel
+	handoff atomic.Bool // NextEvent asks the goroutine to hand the stream over
+	handed  atomic.Bool // the goroutine ended for the handoff, the stream open
 	ended   bool        // NextEvent: the stream has ended
 }
 
@@ -56,8 +58,16 @@ func (w *streamWatcher) ResultChan() <-chan watch.Event {
 // events), it receives from the channel.
 func (w *streamWatcher) NextEvent() (watch.Event, bool) {
 	if w.channed.Load() {
-		ev, ok := <-w.result
-		return ev, ok
+		// Take the stream over: the goroutine ends before its next read,
+		// after the events it has decoded, which come first.
+		w.handoff.Store(true)
+		if ev, ok := <-w.result; ok {
+			return ev, true
+		}
+		if !w.handed.Load() {
+			return watch.Event{}, false // the stream ended, or Stop
+		}
+		w.channed.Store(false)
 	}
 	if w.ended {
 		return watch.Event{}, false
@@ -102,8 +112,11 @@ var decodeErrors = apierrors.NewClientErrorReporter(http.StatusInternalServerErr
 
 func (w *streamWatcher) receive() {
 	defer close(w.result)
-	defer w.Stop()
 	for {
+		if w.handoff.Load() {
+			w.handed.Store(true) // NextEvent reads on; the stream stays open
+			return
+		}
 		ev, err := w.next()
 		select {
 		case <-w.done: // stopped: nothing more, not even what was decoded
@@ -114,6 +127,7 @@ func (w *streamWatcher) receive() {
 			// The end of the stream, a connection closed or timed out: the
 			// channel closes and the reader watches again. Anything else is
 			// reported as an ERROR event first.
+			defer w.Stop()
 			if w.stopped(err) {
 				return
 			}

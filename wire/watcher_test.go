@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -95,5 +96,36 @@ func TestStreamWatcherNextEvent(t *testing.T) {
 	w.Stop()
 	if _, ok := w.NextEvent(); ok {
 		t.Error("an event after Stop")
+	}
+}
+
+// TestStreamWatcherHandoff: a reader that used ResultChan and then calls
+// NextEvent gets every event once, in order, and the decoding goroutine
+// hands the stream over instead of stopping it.
+func TestStreamWatcherHandoff(t *testing.T) {
+	var events []watch.Event
+	for i := range 200 {
+		events = append(events, bookmark(fmt.Sprint(i)))
+	}
+	s := newScriptedStream(io.EOF, events...)
+	w := newStreamWatcher(s.next, s)
+	got := []string{(<-w.ResultChan()).Object.(*metav1.PartialObjectMetadata).ResourceVersion}
+	for {
+		ev, ok := w.NextEvent()
+		if !ok {
+			break
+		}
+		got = append(got, ev.Object.(*metav1.PartialObjectMetadata).ResourceVersion)
+	}
+	if len(got) != 200 {
+		t.Fatalf("%d events, want 200", len(got))
+	}
+	for i, rv := range got {
+		if rv != fmt.Sprint(i) {
+			t.Fatalf("event %d is %s: out of order", i, rv)
+		}
+	}
+	if !w.handed.Load() {
+		t.Error("the goroutine did not hand the stream over")
 	}
 }
