@@ -122,7 +122,7 @@ type attached interface {
 	// activate lists active, gained included, and delivers gained's objects
 	// as initial adds.
 	activate(gained, active Buckets)
-	// setReady is called once, before the first activate or deactivate, with
+	// setActive is called once, when the informer attaches, before the first activate or deactivate, with
 	// the active set then.
 	setActive(active Buckets)
 }
@@ -507,8 +507,7 @@ func (m *Member) claim(ctx context.Context, active, gain Buckets) Buckets {
 	now := time.Now()
 	others := newBuckets(m.opts.Buckets)
 	for i := range list.Items {
-		l := &list.Items[i]
-		if l.Name != m.leaseName && l.Labels[GroupLabel] == m.opts.Group && live(l, now) {
+		if l := &list.Items[i]; m.liveOther(l, now) {
 			others = others.Union(heldOf(l, m.opts.Buckets))
 		}
 	}
@@ -528,6 +527,11 @@ func (m *Member) move(lost, active Buckets, release bool) {
 	for _, a := range m.informers {
 		a.deactivate(lost, active, release)
 	}
+	m.setActive(active)
+}
+
+// setActive records the buckets the informers now serve.
+func (m *Member) setActive(active Buckets) {
 	m.mu.Lock()
 	m.active = active
 	m.lastRebalance = time.Now()
@@ -538,10 +542,7 @@ func (m *Member) move(lost, active Buckets, release bool) {
 func (m *Member) moveIn(gained, active Buckets) {
 	m.attachMu.Lock()
 	defer m.attachMu.Unlock()
-	m.mu.Lock()
-	m.active = active
-	m.lastRebalance = time.Now()
-	m.mu.Unlock()
+	m.setActive(active)
 	for _, a := range m.informers {
 		a.activate(gained, active)
 	}
@@ -554,10 +555,7 @@ func (m *Member) view(now time.Time) (members []string, othersHeld Buckets, next
 	othersHeld = newBuckets(m.opts.Buckets)
 	members = []string{m.opts.Identity}
 	for _, l := range m.leases.GetIndexer().List() {
-		if l.Name == m.leaseName || l.Namespace != m.opts.Namespace || l.Labels[GroupLabel] != m.opts.Group {
-			continue
-		}
-		if !live(l, now) {
+		if !m.liveOther(l, now) {
 			continue
 		}
 		members = append(members, *l.Spec.HolderIdentity)
@@ -568,6 +566,12 @@ func (m *Member) view(now time.Time) (members []string, othersHeld Buckets, next
 	}
 	sort.Strings(members)
 	return members, othersHeld, nextExpiry
+}
+
+// liveOther reports whether l is the live Lease of another member of the
+// group.
+func (m *Member) liveOther(l *coordinationv1.Lease, now time.Time) bool {
+	return l.Name != m.leaseName && l.Namespace == m.opts.Namespace && l.Labels[GroupLabel] == m.opts.Group && live(l, now)
 }
 
 // leave stops delivering everything and deletes the member's Lease.
