@@ -341,7 +341,7 @@ func (li *labelIndex) unpost(id uint32, r labelRef) {
 	if last := val.n - 1; r.vpos != last {
 		moved := val.at(last)
 		val.put(r.vpos, moved)
-		li.refOf(moved, key).vpos = r.vpos
+		li.refOf(moved, r.vid).vpos = r.vpos
 	}
 	val.pop()
 	key.n--
@@ -355,13 +355,14 @@ func (li *labelIndex) unpost(id uint32, r labelRef) {
 	}
 }
 
-// refOf returns the ref of id for key, which id must have. The invariants
+// refOf returns the ref of id to the value vid, which id must have: it is
+// told by the value's id alone, without reading the values. The invariants
 // exclude a missing one; it would get a throwaway ref rather than a panic
 // with the Store's lock held.
-func (li *labelIndex) refOf(id uint32, key *labelKey) *labelRef {
+func (li *labelIndex) refOf(id, vid uint32) *labelRef {
 	refs := li.refsOf(id)
 	for i := range refs {
-		if li.val(refs[i]).key == key {
+		if refs[i].vid == vid {
 			return &refs[i]
 		}
 	}
