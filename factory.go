@@ -220,6 +220,14 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 	if f.http, err = rest.HTTPClientFor(f.cfg); err != nil {
 		return nil, fmt.Errorf("informer: HTTP client for the factory: %w", err)
 	}
+	// Through the same transport, and so the same connections, watches
+	// learn whether the server compressed them (see wire.RecordEncoding).
+	f.http = &http.Client{
+		Transport:     wire.RecordEncoding(f.http.Transport),
+		CheckRedirect: f.http.CheckRedirect,
+		Jar:           f.http.Jar,
+		Timeout:       f.http.Timeout,
+	}
 	if f.dynamic, err = dynamic.NewForConfigAndClient(f.cfg, f.http); err != nil {
 		return nil, fmt.Errorf("informer: dynamic client for the factory: %w", err)
 	}

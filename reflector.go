@@ -361,9 +361,11 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	var w watch.Interface
+	streamed := false // the initial state came from a watch-list stream
 	if r.watchList != WatchListOff {
 		var err error
 		w, err = r.streamInitialState(ctx)
+		streamed = w != nil
 		switch {
 		case ctx.Err() != nil:
 			if w != nil { // the stream completed as ctx ended: it must not outlive Run
@@ -379,7 +381,11 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 			}
 		}
 	}
-	if w == nil {
+	if streamed && replaceAfterInitialEvents(w) {
+		w.Stop()
+		w = nil // watch from the version the stream reached
+	}
+	if !streamed {
 		if err := r.list(ctx); err != nil || ctx.Err() != nil {
 			return err
 		}

@@ -794,3 +794,89 @@ func TestReflectorPullsEvents(t *testing.T) {
 		}
 	})
 }
+
+// replaceableWatch is a fake watch-list stream that says whether it is
+// better replaced after its initial events, and counts its Stop calls.
+type replaceableWatch struct {
+	*watch.FakeWatcher
+	replace bool
+	stops   *atomic.Int32
+}
+
+func (w replaceableWatch) ReplaceAfterInitialEvents() bool { return w.replace }
+func (w replaceableWatch) Stop()                           { w.stops.Add(1); w.FakeWatcher.Stop() }
+
+// TestWatchListStreamReplacedAfterInitialEvents: a watch-list stream that
+// says it is better replaced (package wire's, when the server compressed
+// it) is stopped at its initial-events-end bookmark, and a plain watch from
+// the bookmark's resource version carries on, delivering what the stream
+// would have; a stream that does not say so is read on, with no second
+// watch.
+func TestWatchListStreamReplacedAfterInitialEvents(t *testing.T) {
+	for _, replace := range []bool{true, false} {
+		t.Run(fmt.Sprintf("replace=%v", replace), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var stops atomic.Int32
+				var opts []metav1.ListOptions
+				var first, second *watch.FakeWatcher
+				lw := funcLW{WatchFunc: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					opts = append(opts, o)
+					w := watch.NewFakeWithChanSize(4, false)
+					if len(opts) == 1 {
+						first = w
+						w.Add(testobj.Pod("ns", "a", "1"))
+						end := testobj.Pod("", "", "2")
+						end.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+						w.Action(watch.Bookmark, end)
+						// After the bookmark: read from this stream only
+						// if it is kept; a replacing watch from "2" sends it
+						// again.
+						w.Add(testobj.Pod("ns", "b", "3"))
+					} else {
+						second = w
+						w.Add(testobj.Pod("ns", "b", "3"))
+					}
+					return replaceableWatch{w, replace, &stops}, nil
+				}}
+				store := podStore()
+				r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOn})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error)
+				go func() { done <- r.Run(ctx) }()
+				synctest.Wait()
+				if _, ok := store.GetByKey("ns/b"); !ok {
+					t.Error("ns/b, sent after the initial events, is not in the store")
+				}
+				if got := r.LastSyncResourceVersion(); got != "3" {
+					t.Errorf("LastSyncResourceVersion = %q, want 3", got)
+				}
+				want := 1
+				if replace {
+					want = 2
+				}
+				if len(opts) != want {
+					t.Fatalf("%d watches, want %d", len(opts), want)
+				}
+				if replace {
+					if stops.Load() == 0 {
+						t.Error("the replaced stream was not stopped")
+					}
+					o := opts[1]
+					if o.ResourceVersion != "2" || o.SendInitialEvents != nil || !o.AllowWatchBookmarks {
+						t.Errorf("replacing watch asked with %+v, want a plain watch from the bookmark's version 2", o)
+					}
+					if second == nil || !first.IsStopped() {
+						t.Error("the first stream is still open")
+					}
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			})
+		})
+	}
+}

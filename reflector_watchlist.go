@@ -82,6 +82,24 @@ func (r *Reflector[T]) streamInitialState(ctx context.Context) (watch.Interface,
 	}
 }
 
+// streamReplacer is a watch-list stream that can say it is better replaced,
+// once its initial events have come, by a plain watch from the resource
+// version they reached. Package wire's streams say so when the server
+// compressed the response: the apiserver compresses a watch-list response
+// one flush, so one event, at a time (a gzip member each, which costs the
+// client about as much CPU to inflate as the event costs to decode), and
+// never compresses a plain watch.
+type streamReplacer interface {
+	ReplaceAfterInitialEvents() bool
+}
+
+// replaceAfterInitialEvents reports whether the watch-list stream w, past
+// its initial events, is better replaced by a plain watch.
+func replaceAfterInitialEvents(w watch.Interface) bool {
+	rs, ok := w.(streamReplacer)
+	return ok && rs.ReplaceAfterInitialEvents()
+}
+
 // collect gathers the initial events of a watch-list stream until the
 // initial-events-end bookmark, and returns the objects in the order they
 // first came, the resource version reached, and whether the bookmark came.

@@ -155,15 +155,18 @@ func (s *Source[PP]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.
 		return nil, fmt.Errorf("wire: %T is not a runtime.Object: embed a wire.Meta", zero)
 	}
 	opts.Watch = true
-	body, err := s.request(&opts).Stream(ctx)
+	var enc streamEncoding
+	body, err := s.request(&opts).Stream(withEncoding(ctx, &enc))
 	if err != nil {
 		return nil, err
 	}
 	d := newEventDecoder(s, body)
-	return newStreamWatcher(func() (watch.Event, error) {
+	w := newStreamWatcher(func() (watch.Event, error) {
 		typ, obj, err := d.Decode()
 		return watch.Event{Type: typ, Object: obj}, err
-	}, d), nil
+	}, d)
+	w.compressed = enc.compressed
+	return w, nil
 }
 
 // eventDecoder decodes the events of a watch stream, protobuf or JSON.

@@ -34,7 +34,17 @@ type streamWatcher struct {
 	handoff atomic.Bool // NextEvent asks the goroutine to hand the stream over
 	handed  atomic.Bool // the goroutine ended for the handoff, the stream open
 	ended   bool        // NextEvent: the stream has ended
+	// compressed: the server compressed the stream (see RecordEncoding).
+	compressed bool
 }
+
+// ReplaceAfterInitialEvents reports whether the server compressed the
+// stream, as the apiserver compresses a watch-list response, one event at
+// a time, when the client accepts gzip: the informer's Reflector then
+// replaces the stream, once its initial events have come, by a plain watch
+// from the resource version they reached, which is not compressed. It is
+// false unless the request went through RecordEncoding.
+func (w *streamWatcher) ReplaceAfterInitialEvents() bool { return w.compressed }
 
 // newStreamWatcher returns a watcher decoding with next, which returns the
 // next event and closes nothing; close ends the stream.

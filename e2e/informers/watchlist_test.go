@@ -192,3 +192,74 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("%s", p)
 	return len(p), nil
 }
+
+// TestFactoryWatchListCompressed: the apiserver compresses a watch-list response, one event at
+// a time, for a client that accepts gzip (client-go's default), and no plain watch. The
+// factory's informer therefore ends a compressed stream at its initial-events-end bookmark and
+// watches on from the bookmark's resource version: two watches, the second plain, from that
+// version and not compressed, and a change made after the sync still arrives. With compression
+// disabled in the rest.Config, nothing is compressed and the one stream is read on.
+func TestFactoryWatchListCompressed(t *testing.T) {
+	const n = 200
+	verifyNoGoroutinesLeft(t)
+	ctx := testContext(t, 2*time.Minute)
+	check := adminClients(t)
+	ns := newNamespace(t, check)
+	createConfigMaps(t, ctx, check, ns, n)
+	for _, compression := range []bool{true, false} {
+		t.Run(fmt.Sprintf("compression=%v", compression), func(t *testing.T) {
+			var log kubetest.RequestLog
+			cfg := log.Wrap(srv.AdminConfig())
+			cfg.DisableCompression = !compression
+			f, err := informer.NewFactory(cfg, informer.FactoryOptions{Namespace: ns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inf, err := informer.For[*corev1.ConfigMap](f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("after-%v", compression)
+			added := make(chan struct{})
+			if _, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.ConfigMap]{AddFunc: func(cm *corev1.ConfigMap, _ bool) {
+				if cm.Name == name {
+					close(added)
+				}
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			f.Start(ctx)
+			defer f.Shutdown()
+			if err := informer.WaitForCacheSync(testContext(t, 30*time.Second), inf); err != nil {
+				t.Fatal(err)
+			}
+			synced := inf.LastSyncResourceVersion()
+			if _, err := check.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-added:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the ConfigMap created after the sync did not arrive within 30s")
+			}
+			watches := log.Requests(func(r kubetest.Request) bool { return r.WatchOf("configmaps") })
+			if len(watches) == 0 || !watches[0].WatchList() || watches[0].Compressed != compression {
+				t.Fatalf("watches %v, want a watch-list stream first, compressed=%v", watches, compression)
+			}
+			if !compression {
+				if len(watches) != 1 {
+					t.Errorf("watches %v, want the one uncompressed stream read on", watches)
+				}
+				return
+			}
+			if len(watches) != 2 {
+				t.Fatalf("watches %v, want the compressed stream and one plain watch", watches)
+			}
+			w := watches[1]
+			if w.WatchList() || w.Compressed || w.Query.Get("resourceVersion") != synced {
+				t.Errorf("second watch %v (compressed=%v), want a plain, uncompressed watch from the synced version %s", w, w.Compressed, synced)
+			}
+			t.Logf("watch-list stream compressed; replaced by a plain watch from %s after the sync", synced)
+		})
+	}
+}

@@ -22,6 +22,8 @@ type Request struct {
 	// Status is the response's status code, or 0 if the round trip failed (Err is then set).
 	Status int
 	Err    error
+	// Compressed: the server compressed the response body (gzip, which the transport inflated).
+	Compressed bool
 }
 
 // Watch reports whether r is a watch (a GET with watch=true or watch=1).
@@ -85,6 +87,7 @@ func (t *logRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := Request{Time: time.Now(), Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), Accept: req.Header.Get("Accept"), Err: err}
 	if resp != nil {
 		r.Status = resp.StatusCode
+		r.Compressed = resp.Uncompressed || resp.Header.Get("Content-Encoding") == "gzip"
 	}
 	t.log.mu.Lock()
 	t.log.reqs = append(t.log.reqs, r)
