@@ -839,14 +839,7 @@ func TestWatchListStreamReplacedAfterInitialEvents(t *testing.T) {
 					return replaceableWatch{w, replace, &stops}, nil
 				}}
 				store := podStore()
-				r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOn})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error)
-				go func() { done <- r.Run(ctx) }()
-				synctest.Wait()
+				r, stop := runReflector(t, lw, store, ReflectorOptions{WatchList: WatchListOn})
 				if _, ok := store.GetByKey("ns/b"); !ok {
 					t.Error("ns/b, sent after the initial events, is not in the store")
 				}
@@ -872,11 +865,26 @@ func TestWatchListStreamReplacedAfterInitialEvents(t *testing.T) {
 						t.Error("the first stream is still open")
 					}
 				}
-				cancel()
-				if err := <-done; err != nil {
+				if err := stop(); err != nil {
 					t.Error(err)
 				}
 			})
 		})
 	}
+}
+
+// runReflector makes a Reflector of lw into store and runs it, in a
+// synctest bubble, until everything in the bubble is blocked. stop ends
+// Run and returns its error.
+func runReflector(t *testing.T, lw ListerWatcher[*corev1.Pod], store ReflectorStore[*corev1.Pod], opts ReflectorOptions) (r *Reflector[*corev1.Pod], stop func() error) {
+	t.Helper()
+	r, err := NewReflector(lw, store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	synctest.Wait()
+	return r, func() error { cancel(); return <-done }
 }
