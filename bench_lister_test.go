@@ -240,6 +240,7 @@ func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 			if i == len(pods) {
 				b.StopTimer()
 				x, i = newStore(impl, on), 0
+				runtime.GC() // the old store's garbage is not the next adds' cost
 				b.StartTimer()
 			}
 			x.add(pods[i])
@@ -266,7 +267,9 @@ func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 		for b.Loop() {
 			if i == len(pods) {
 				b.StopTimer()
-				x, i = fill(impl, on), 0
+				x, i = labelIndexed{}, 0 // the emptied store is garbage before the refill
+				x = fill(impl, on)
+				runtime.GC() // the refill's garbage is not the deletes' cost
 				b.StartTimer()
 			}
 			x.delete(pods[i])
