@@ -3,9 +3,10 @@ package benchmarks
 import (
 	"runtime/metrics"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/typedkube/informer/e2e/internal/kubetest"
 )
 
 // processCost is what the test process has spent so far: its own CPU time (user and system,
@@ -25,15 +26,12 @@ var costSamples = []metrics.Sample{
 
 // costNow reads the process's cost so far.
 func costNow() processCost {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err) // cannot fail for RUSAGE_SELF
-	}
+	cpu := kubetest.ProcessCPU()
 	s := make([]metrics.Sample, len(costSamples))
 	copy(s, costSamples)
 	metrics.Read(s)
 	return processCost{
-		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		cpu:    cpu,
 		allocs: s[0].Value.Uint64(),
 		bytes:  s[1].Value.Uint64(),
 	}
@@ -79,12 +77,10 @@ type heapSampler struct {
 func startHeapSampler() *heapSampler {
 	h := &heapSampler{stop: make(chan struct{})}
 	h.wg.Go(func() {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 		t := time.NewTicker(2 * time.Millisecond)
 		defer t.Stop()
 		for {
-			metrics.Read(s)
-			h.peak = max(h.peak, s[0].Value.Uint64())
+			h.peak = max(h.peak, kubetest.LiveHeap())
 			select {
 			case <-h.stop:
 				return

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -137,7 +135,7 @@ func podMapper() meta.RESTMapper {
 func measure(b *testing.B, start func(ctx context.Context) func() bool) (heap, cpu float64) {
 	b.Helper()
 	runtime.GC()
-	before, cpuBefore := liveHeap(), processCPU()
+	before, cpuBefore := kubetest.LiveHeap(), kubetest.ProcessCPU()
 	ctx, cancel := context.WithCancel(context.Background())
 	settled := start(ctx)
 	deadline := time.Now().Add(2 * time.Minute)
@@ -148,28 +146,13 @@ func measure(b *testing.B, start func(ctx context.Context) func() bool) (heap, c
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cpu = float64(processCPU() - cpuBefore)
+	cpu = float64(kubetest.ProcessCPU() - cpuBefore)
 	time.Sleep(100 * time.Millisecond) // let the last relist's garbage become garbage
 	runtime.GC()
-	heap = float64(liveHeap()) - float64(before)
+	heap = float64(kubetest.LiveHeap()) - float64(before)
 	cancel()
 	time.Sleep(200 * time.Millisecond) // members leave, factories stop
 	return heap, cpu
-}
-
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// processCPU is the process's user and system CPU (the servers are child processes, not counted).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchPods creates n Pods of about 1.5 KB in a new namespace, and returns it and their UIDs.
