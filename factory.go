@@ -139,6 +139,12 @@ type InformerOptions struct {
 	// SharedIndexInformerOptions.Metrics); it may return nil. Default:
 	// none. Counters and gauges are in each informer's Stats.
 	Metrics func(name string) Metrics
+	// NoLabelIndex leaves the label index out of every informer the
+	// factory makes (see SharedIndexInformerOptions.NoLabelIndex): their
+	// Listers then test every object against a label selector, and a
+	// write to their caches costs what it would without the index.
+	// Default false: each informer keeps one.
+	NoLabelIndex bool
 }
 
 // Factory makes informers for any type, without generated code, and shares

@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -385,5 +387,40 @@ func TestFactoryInvalidReflectorOptions(t *testing.T) {
 	}
 	if _, err := NewFactory(&rest.Config{Host: "https://127.0.0.1:1"}, opts); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("NewFactory: %v, want ErrInvalidOptions", err)
+	}
+}
+
+// InformerOptions.NoLabelIndex leaves the label index out of a factory's
+// informers; their Listers answer selectors the same, by scanning.
+func TestFactoryNoLabelIndex(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprint("NoLabelIndex=", off), func(t *testing.T) {
+			cs := fake.NewClientset(factoryPod("a", "web", ""), factoryPod("a", "db", ""), factoryPod("b", "web", ""))
+			f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{Informer: InformerOptions{NoLabelIndex: off}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Shutdown()
+			pods, err := For[*corev1.Pod](f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has := pods.GetIndexer().labels != nil; has == off {
+				t.Fatalf("label index present = %v", has)
+			}
+			syncFactory(t, t.Context(), f)
+			sel := labels.SelectorFromSet(labels.Set{"app": "web"})
+			all, err := pods.Lister().List(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inA, err := pods.Lister().ByNamespace("a").List(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != 2 || len(inA) != 1 {
+				t.Errorf("app=web: %d Pods in all namespaces and %d in a, want 2 and 1", len(all), len(inA))
+			}
+		})
 	}
 }

@@ -374,6 +374,7 @@ func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.G
 		Reflector:           f.opts.Informer.Reflector,
 		HandlerPanic:        f.opts.Informer.HandlerPanic,
 		Metrics:             f.opts.Informer.metricsFor(s.name),
+		NoLabelIndex:        f.opts.Informer.NoLabelIndex,
 	})
 	if err != nil {
 		f.mu.Unlock()
