@@ -289,17 +289,9 @@ func TestReflectorStoreErrors(t *testing.T) {
 		)
 		store := &flakyStore{Store: podStore(), fail: map[string]error{"bad": errors.New("disk full")}}
 		var reported []error
-		r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOff,
+		r, stop := runReflector(t, lw, store, ReflectorOptions{WatchList: WatchListOff,
 			WatchErrorHandler: func(_ context.Context, err error) { reported = append(reported, err) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
-		synctest.Wait()
-		cancel()
-		<-done
+		stop()
 		var ee *EventError
 		if len(reported) != 1 || !errors.As(reported[0], &ee) || ee.Type != watch.Added || ee.Err.Error() != "disk full" {
 			t.Errorf("reported %v, want one *EventError for the ADDED bad", reported)
@@ -601,15 +593,8 @@ func TestReflectorRelistOnRequest(t *testing.T) {
 				return watch.NewFake(), nil
 			},
 		}
-		r, err := NewReflector(lw, podStore(), ReflectorOptions{WatchList: WatchListOff, Clock: clk,
+		_, stop := runReflector(t, lw, podStore(), ReflectorOptions{WatchList: WatchListOff, Clock: clk,
 			WatchErrorHandler: func(context.Context, error) { reported.Add(1) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
-		synctest.Wait()
 		if n := lists.Load(); n != 3 {
 			t.Errorf("%d lists, want 3: the relists must not wait for the fake clock", n)
 		}
@@ -619,8 +604,7 @@ func TestReflectorRelistOnRequest(t *testing.T) {
 		if got := []string{<-watchFrom, <-watchFrom, <-watchFrom}; !slices.Equal(got, []string{"10", "20", "30"}) {
 			t.Errorf("watches from %q, want from each list's resource version", got)
 		}
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -761,15 +745,8 @@ func TestReflectorPullsEvents(t *testing.T) {
 		}
 		store := &togglingStore{Store: podStore()}
 		var reported []string
-		r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOff, ResyncPeriod: time.Minute,
+		r, stop := runReflector(t, lw, store, ReflectorOptions{WatchList: WatchListOff, ResyncPeriod: time.Minute,
 			WatchErrorHandler: func(_ context.Context, err error) { reported = append(reported, err.Error()) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
-		synctest.Wait()
 		if got := r.LastSyncResourceVersion(); got != "4" || store.Len() != 2 {
 			t.Errorf("after the pulled events: resource version %q, %d objects; want 4 and 2", got, store.Len())
 		}
@@ -783,8 +760,7 @@ func TestReflectorPullsEvents(t *testing.T) {
 			t.Errorf("%d lists, want 2", n)
 		}
 		store.fail.Store(false)
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 		for i, w := range watches {
