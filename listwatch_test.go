@@ -203,14 +203,7 @@ func TestReflectorWithFakeClientset(t *testing.T) {
 		// bookmark, and do not carry the marker that says so.
 		lw := WithoutWatchList(ListWatchFromClient[corev1.Pod](cs.CoreV1().Pods("ns"), nil))
 		store := NewStore(MetaNamespaceKeyFunc[*corev1.Pod])
-		r, err := NewReflector(lw, store, ReflectorOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
-		synctest.Wait()
+		_, stop := runReflector(t, lw, store, ReflectorOptions{})
 		if got := storeContents(store.List()); got != "a@1 b@2" {
 			t.Errorf("after the list the store holds %q", got)
 		}
@@ -221,8 +214,7 @@ func TestReflectorWithFakeClientset(t *testing.T) {
 		if got := storeContents(store.List()); got != "a@1 b@2 c@3" {
 			t.Errorf("after a create the store holds %q", got)
 		}
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Run returned %v", err)
 		}
 	})
