@@ -208,25 +208,13 @@ func TestReflectorAlreadyRunning(t *testing.T) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}}
-		r, err := NewReflector(lw, podStore(), ReflectorOptions{WatchList: WatchListOff})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
-		synctest.Wait()
-		if err := r.Run(ctx); !errors.Is(err, ErrAlreadyRunning) {
+		r, stop := runReflector(t, lw, podStore(), ReflectorOptions{WatchList: WatchListOff})
+		if err := r.Run(t.Context()); !errors.Is(err, ErrAlreadyRunning) {
 			t.Errorf("a second Run returned %v, want ErrAlreadyRunning", err)
 		}
-		cancel()
-		<-done
+		stop()
 		// Once stopped, it can run again.
-		ctx, cancel = context.WithCancel(t.Context())
-		go func() { done <- r.Run(ctx) }()
-		synctest.Wait()
-		cancel()
-		if err := <-done; err != nil {
+		if err := startReflector(t, r)(); err != nil {
 			t.Errorf("Run after Run returned %v", err)
 		}
 	})
@@ -849,18 +837,23 @@ func TestWatchListStreamReplacedAfterInitialEvents(t *testing.T) {
 	}
 }
 
-// runReflector makes a Reflector of lw into store and runs it, in a
-// synctest bubble, until everything in the bubble is blocked. stop ends
-// Run and returns its error.
+// runReflector makes a Reflector of lw into store and starts it (see
+// startReflector).
 func runReflector(t *testing.T, lw ListerWatcher[*corev1.Pod], store ReflectorStore[*corev1.Pod], opts ReflectorOptions) (r *Reflector[*corev1.Pod], stop func() error) {
 	t.Helper()
 	r, err := NewReflector(lw, store, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, startReflector(t, r)
+}
+
+// startReflector runs r, in a synctest bubble, until everything in the
+// bubble is blocked. stop ends Run and returns its error.
+func startReflector(t *testing.T, r *Reflector[*corev1.Pod]) (stop func() error) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- r.Run(ctx) }()
 	synctest.Wait()
-	return r, func() error { cancel(); return <-done }
+	return func() error { cancel(); return <-done }
 }
