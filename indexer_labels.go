@@ -102,7 +102,7 @@ type selectBuf[T any] struct {
 // accepts reports whether obj, a candidate, passes the requirements the
 // index could not answer. It runs holding no lock.
 func (b *selectBuf[T]) accepts(obj T) bool {
-	if b.whole == nil && len(b.q.filter) == 0 {
+	if b.acceptsAll() {
 		return true
 	}
 	ls := labels.Set(b.labelsOf(obj))
@@ -116,6 +116,10 @@ func (b *selectBuf[T]) accepts(obj T) bool {
 	}
 	return true
 }
+
+// acceptsAll reports whether every candidate passes: whether the index
+// answered every requirement.
+func (b *selectBuf[T]) acceptsAll() bool { return b.whole == nil && len(b.q.filter) == 0 }
 
 func (x *Indexer[T]) getSelection() *selectBuf[T] {
 	if b, ok := x.selections.Get().(*selectBuf[T]); ok {
@@ -140,8 +144,26 @@ func (x *Indexer[T]) yieldSelected(namespace string, inNamespace bool, selector 
 	if !x.selectLocked(b, namespace, inNamespace, selector) {
 		return false
 	}
+	all := b.acceptsAll()
 	for _, e := range b.entries {
-		if b.accepts(e.obj) && !yield(e.key, e.obj) {
+		if (all || b.accepts(e.obj)) && !yield(e.key, e.obj) {
+			break
+		}
+	}
+	return true
+}
+
+// yieldSelectedObjects is yieldSelected for a loop that wants the objects
+// only, as a Lister's: it saves a call per object.
+func (x *Indexer[T]) yieldSelectedObjects(namespace string, inNamespace bool, selector labels.Selector, yield func(T) bool) bool {
+	b := x.getSelection()
+	defer x.putSelection(b)
+	if !x.selectLocked(b, namespace, inNamespace, selector) {
+		return false
+	}
+	all := b.acceptsAll()
+	for _, e := range b.entries {
+		if (all || b.accepts(e.obj)) && !yield(e.obj) {
 			break
 		}
 	}
@@ -156,9 +178,9 @@ func (x *Indexer[T]) selectList(namespace string, inNamespace bool, selector lab
 	if !x.selectLocked(b, namespace, inNamespace, selector) {
 		return nil, false
 	}
-	n := 0
+	n, all := 0, b.acceptsAll()
 	for _, e := range b.entries {
-		if b.accepts(e.obj) {
+		if all || b.accepts(e.obj) {
 			b.entries[n] = e
 			n++
 		}

@@ -385,6 +385,10 @@ type labelTerm struct {
 	lo, hi int
 	exists bool
 	size   int // how many ids the term's postings hold
+	// one is set for a term of a single value, whose id is vid: an id
+	// satisfies it if one of its refs has that value id.
+	one bool
+	vid uint32
 }
 
 // labelQuery is a selector prepared for the index: the terms it answers,
@@ -485,6 +489,9 @@ func (li *labelIndex) addTerm(q *labelQuery, k, v string, vs []string) bool {
 	if t.size == 0 {
 		return false
 	}
+	if t.hi-t.lo == 1 {
+		t.one, t.vid = true, q.vals[t.lo].vid
+	}
 	q.terms = append(q.terms, t)
 	return true
 }
@@ -501,6 +508,14 @@ func (q *labelQuery) sortTerms() {
 
 // has reports whether id satisfies term t.
 func (li *labelIndex) has(q *labelQuery, t *labelTerm, id uint32) bool {
+	if t.one {
+		for _, r := range li.refsOf(id) {
+			if r.vid == t.vid {
+				return true
+			}
+		}
+		return false
+	}
 	for _, r := range li.refsOf(id) {
 		val := li.val(r)
 		if val.key != t.key {

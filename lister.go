@@ -121,7 +121,7 @@ func (l Lister[T]) list(namespace string, inNamespace bool, selector labels.Sele
 // inNamespace, from the label index if the cache has one.
 func (l Lister[T]) yieldSelected(namespace string, inNamespace bool, selector labels.Selector, yield func(T) bool) {
 	if selector != nil && !selector.Empty() &&
-		l.indexer.yieldSelected(namespace, inNamespace, selector, func(_ string, obj T) bool { return yield(obj) }) {
+		l.indexer.yieldSelectedObjects(namespace, inNamespace, selector, yield) {
 		return
 	}
 	l.scan(namespace, inNamespace, selector, yield)
