@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -716,5 +717,102 @@ func TestLabelIndexManyLabels(t *testing.T) {
 			got, _ := l.List(sel)
 			checkEqual(t, round, s, sortedPods(got), sortedPods(scanSelect(x, "", sel)))
 		}
+	}
+}
+
+// Namespace-scoped selector queries, whose candidates from a posting are
+// tested for their namespace, while objects keyed by name alone move between
+// namespaces, some are in two at once (a NamespaceIndex func with two
+// values), the NamespaceIndex arrives after the objects (AddIndexers) and
+// Replace rebuilds the store: at every step the query agrees with a scan of
+// the namespace's bucket.
+func TestLabelIndexNamespaceMoves(t *testing.T) {
+	nsFunc := func(p *corev1.Pod) ([]string, error) {
+		if also := p.Annotations["also"]; also != "" {
+			return []string{p.Namespace, also}, nil
+		}
+		return []string{p.Namespace}, nil
+	}
+	x := NewIndexer(func(p *corev1.Pod) (string, error) { return p.Name, nil }, nil)
+	if err := x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(13, 7))
+	namespaces := []string{"a", "b", "c"}
+	pod := func() *corev1.Pod {
+		var ls []string
+		if rng.IntN(3) > 0 {
+			ls = append(ls, "app="+[]string{"x", "y"}[rng.IntN(2)])
+		}
+		if rng.IntN(2) == 0 {
+			ls = append(ls, "tier="+[]string{"1", "2"}[rng.IntN(2)])
+		}
+		p := testobj.Pod(namespaces[rng.IntN(3)], fmt.Sprintf("p-%d", rng.IntN(40)), "", ls...)
+		if rng.IntN(5) == 0 {
+			p.Annotations = map[string]string{"also": namespaces[rng.IntN(3)]}
+		}
+		return p
+	}
+	selectors := []string{"app=x", "app=x,tier=1", "tier", "app in (x,y)", "app=y,tier!=2"}
+	check := func(step int) {
+		t.Helper()
+		if _, ok := x.idx.Load().posOf(NamespaceIndex); !ok {
+			return
+		}
+		l := podLister(x)
+		for _, ns := range append(namespaces, "missing") {
+			inNS, err := x.ByIndex(NamespaceIndex, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range selectors {
+				sel, err := labels.Parse(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, p := range inNS {
+					if sel.Matches(labels.Set(p.Labels)) {
+						want = append(want, p.Namespace+"/"+p.Name)
+					}
+				}
+				slices.Sort(want)
+				got, err := l.ByNamespace(ns).List(sel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, selectedKeys(got)); diff != "" {
+					t.Fatalf("step %d: ByNamespace(%q).List(%q) (-want +got):\n%s", step, ns, s, diff)
+				}
+				if diff := cmp.Diff(want, selectedKeys(collect(l.ByNamespace(ns).Select(sel)))); diff != "" {
+					t.Fatalf("step %d: ByNamespace(%q).Select(%q) (-want +got):\n%s", step, ns, s, diff)
+				}
+			}
+		}
+	}
+	for step := range 2000 {
+		switch r := rng.IntN(100); {
+		case step == 100:
+			if err := x.AddIndexers(Indexers[*corev1.Pod]{NamespaceIndex: nsFunc}); err != nil {
+				t.Fatal(err)
+			}
+		case r < 2:
+			list := make([]*corev1.Pod, rng.IntN(30))
+			for i := range list {
+				list[i] = pod()
+			}
+			if err := x.Replace(list, ""); err != nil {
+				t.Fatal(err)
+			}
+		case r < 25:
+			if err := x.Delete(pod()); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if err := x.Add(pod()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(step)
 	}
 }
