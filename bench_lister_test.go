@@ -64,7 +64,9 @@ const benchSelectorNamespace = "ns-7"
 // app index (as BenchmarkIndexerAdd, Update and Delete), without a label
 // index (labelindex=off) and with one (labelindex=on: ours, or client-go's
 // with the "key=value" Indexers func). The cost of our label index on
-// writes is the ratio of the two typed rows.
+// writes is the ratio of the two typed rows. op=add/labelindex=read adds an
+// index func that only reads every label: the part of an add's cost that any
+// label index pays, reading labels the store without one never touches.
 func BenchmarkListerSelector(b *testing.B) {
 	pods := benchSelectorPods()
 	up := newUpstreamBenchIndexer()
@@ -78,6 +80,7 @@ func BenchmarkListerSelector(b *testing.B) {
 	}
 	upLister := corev1listers.NewPodLister(up)
 	lister := Lister[*corev1.Pod]{indexer: ours, resource: corev1.Resource("pods")}
+	runtime.GC() // the fill's garbage is not the first queries' cost
 	for _, scope := range []struct{ name, ns string }{{"namespace", benchSelectorNamespace}, {"all", ""}} {
 		upNS, ourNS := upLister.Pods(scope.ns), lister.ByNamespace(scope.ns)
 		if got, _ := ourNS.List(benchSelector); len(got) != 100 {
@@ -140,6 +143,19 @@ func upstreamLabelIndexFunc(obj any) ([]string, error) {
 type labelIndexed struct {
 	add, update, delete func(*corev1.Pod)
 	addLabelIndex       func() error
+	addLabelReader      func() error // adds readLabelsIndexFunc as an index
+}
+
+// readLabelsIndexFunc reads every label of p, as a label index must on each
+// add, and indexes nothing: the store with it, against the store without,
+// is what reading the labels costs a write, whatever is done with them.
+func readLabelsIndexFunc(p *corev1.Pod) ([]string, error) {
+	n := 0
+	for k, v := range p.Labels {
+		n += len(k) + len(v)
+	}
+	benchSink += n
+	return nil, nil
 }
 
 func newLabelIndexed(impl string) labelIndexed {
@@ -152,6 +168,9 @@ func newLabelIndexed(impl string) labelIndexed {
 			addLabelIndex: func() error {
 				return x.AddIndexers(cache.Indexers{upstreamLabelIndex: upstreamLabelIndexFunc})
 			},
+			addLabelReader: func() error {
+				return x.AddIndexers(cache.Indexers{"read": func(obj any) ([]string, error) { return readLabelsIndexFunc(obj.(*corev1.Pod)) }})
+			},
 		}
 	}
 	x := newTypedBenchIndexer()
@@ -160,6 +179,9 @@ func newLabelIndexed(impl string) labelIndexed {
 		update:        func(p *corev1.Pod) { x.Update(p) },
 		delete:        func(p *corev1.Pod) { x.Delete(p) },
 		addLabelIndex: func() error { return x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]) },
+		addLabelReader: func() error {
+			return x.AddIndexers(Indexers[*corev1.Pod]{"read": readLabelsIndexFunc})
+		},
 	}
 }
 
@@ -215,47 +237,51 @@ func benchLabelIndexBuild(b *testing.B, name string, pods []*corev1.Pod) {
 
 // benchLabelIndexWrites measures each side's writes without and with a
 // label index, in the workloads of BenchmarkIndexerAdd, Update and Delete.
+// Adds also run with labelindex=read: no label index, and an index func
+// that reads every label and indexes nothing (readLabelsIndexFunc).
 func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 	updated := benchSelectorPodsUpdated()
-	newStore := func(impl string, on bool) labelIndexed {
+	const off, on, read = "labelindex=off", "labelindex=on", "labelindex=read"
+	newStore := func(impl, mode string) labelIndexed {
 		x := newLabelIndexed(impl)
-		if on {
-			if err := x.addLabelIndex(); err != nil {
-				b.Fatal(err)
-			}
+		var err error
+		switch mode {
+		case on:
+			err = x.addLabelIndex()
+		case read:
+			err = x.addLabelReader()
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 		return x
 	}
-	fill := func(impl string, on bool) labelIndexed {
-		x := newStore(impl, on)
+	fill := func(impl, mode string) labelIndexed {
+		x := newStore(impl, mode)
 		for _, p := range pods {
 			x.add(p)
 		}
 		return x
 	}
-	modes := []struct {
-		name string
-		on   bool
-	}{{"labelindex=off", false}, {"labelindex=on", true}}
-	each := func(b *testing.B, op string, body func(b *testing.B, impl string, on bool)) {
+	each := func(b *testing.B, op string, modes []string, body func(b *testing.B, impl, mode string)) {
 		b.Run(op, func(b *testing.B) {
-			for _, m := range modes {
-				b.Run(m.name, func(b *testing.B) {
+			for _, mode := range modes {
+				b.Run(mode, func(b *testing.B) {
 					for _, impl := range labelIndexImpls {
-						b.Run(impl, func(b *testing.B) { body(b, impl, m.on) })
+						b.Run(impl, func(b *testing.B) { body(b, impl, mode) })
 					}
 				})
 			}
 		})
 	}
-	each(b, "op=add", func(b *testing.B, impl string, on bool) {
-		x := newStore(impl, on)
+	each(b, "op=add", []string{off, on, read}, func(b *testing.B, impl, mode string) {
+		x := newStore(impl, mode)
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
 			if i == len(pods) {
 				b.StopTimer()
-				x, i = newStore(impl, on), 0
+				x, i = newStore(impl, mode), 0
 				runtime.GC() // the old store's garbage is not the next adds' cost
 				b.StartTimer()
 			}
@@ -263,8 +289,8 @@ func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 			i++
 		}
 	})
-	each(b, "op=update", func(b *testing.B, impl string, on bool) {
-		x := fill(impl, on)
+	each(b, "op=update", []string{off, on}, func(b *testing.B, impl, mode string) {
+		x := fill(impl, mode)
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -276,15 +302,15 @@ func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 			i++
 		}
 	})
-	each(b, "op=delete", func(b *testing.B, impl string, on bool) {
-		x := fill(impl, on)
+	each(b, "op=delete", []string{off, on}, func(b *testing.B, impl, mode string) {
+		x := fill(impl, mode)
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
 			if i == len(pods) {
 				b.StopTimer()
 				x, i = labelIndexed{}, 0 // the emptied store is garbage before the refill
-				x = fill(impl, on)
+				x = fill(impl, mode)
 				runtime.GC() // the refill's garbage is not the deletes' cost
 				b.StartTimer()
 			}
