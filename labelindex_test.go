@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -814,5 +815,53 @@ func TestLabelIndexNamespaceMoves(t *testing.T) {
 			}
 		}
 		check(step)
+	}
+}
+
+// Values up to valInline bytes live in their labelVal, longer ones in a
+// clone; neither shares the object's memory, and an object whose label
+// strings are later overwritten in place (a reused decoding buffer) does
+// not change what the index holds or answers.
+func TestLabelIndexValueStorage(t *testing.T) {
+	x := newLabelIndexer()
+	values := []string{"", "a", strings.Repeat("b", valInline), strings.Repeat("c", valInline+1), strings.Repeat("d", 63)}
+	bufs := make([][]byte, len(values))
+	for i, v := range values {
+		bufs[i] = []byte(v)
+		// The object's value aliases bufs[i], as a zero-copy decoder's would.
+		p := testobj.Pod("ns", fmt.Sprint("p-", i), "1")
+		p.Labels = map[string]string{"k": unsafe.String(unsafe.SliceData(bufs[i]), len(bufs[i]))}
+		if err := x.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, v := range values {
+		val := x.labels.keys["k"].vals[v]
+		if val == nil || val.value != v {
+			t.Fatalf("value %q: not indexed as itself", v)
+		}
+		data := unsafe.StringData(val.value)
+		inline := len(v) > 0 && len(v) <= valInline
+		if got := len(v) > 0 && data == &val.buf[0]; got != inline {
+			t.Errorf("value of %d bytes kept in its labelVal: %v, want %v", len(v), got, inline)
+		}
+		if len(v) > 0 && data == unsafe.SliceData(bufs[i]) {
+			t.Errorf("value of %d bytes shares the object's memory", len(v))
+		}
+	}
+	for _, b := range bufs {
+		for j := range b {
+			b[j] = 'z'
+		}
+	}
+	l := podLister(x)
+	for i, v := range values {
+		got, err := l.List(labels.SelectorFromSet(labels.Set{"k": v}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{fmt.Sprint("ns/p-", i)}; !slices.Equal(selectedKeys(got), want) {
+			t.Errorf("k=%q after the objects' strings were overwritten: %v, want %v", v, selectedKeys(got), want)
+		}
 	}
 }
