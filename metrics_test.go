@@ -3,12 +3,14 @@ package informer_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/informertest"
@@ -80,6 +82,21 @@ func (m *recordingMetrics) waitFor(t *testing.T, what, method string, ok func(ob
 // Metrics is told of every list (with its items and the 410 that makes a
 // relist), every watch that ends (with its events) and every batch of
 // processing, in both queue modes and with and without watch-list.
+// failOnceSource is a Source whose next watch fails once with the error
+// set in next, where Source.SetWatchError fails every watch until it is
+// cleared: an informer may relist more than once before a test clears it.
+type failOnceSource struct {
+	*informertest.Source[*corev1.Pod]
+	next atomic.Pointer[error]
+}
+
+func (s *failOnceSource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if err := s.next.Swap(nil); err != nil {
+		return nil, *err
+	}
+	return s.Source.Watch(ctx, opts)
+}
+
 func TestMetrics(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -94,7 +111,7 @@ func TestMetrics(t *testing.T) {
 			pod := func(name string) *corev1.Pod {
 				return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name}}
 			}
-			src := informertest.NewSource(pod("p1"), pod("p2"), pod("p3"))
+			src := &failOnceSource{Source: informertest.NewSource(pod("p1"), pod("p2"), pod("p3"))}
 			m := &recordingMetrics{}
 			inf, err := informer.NewSharedIndexInformer[*corev1.Pod](src, informer.SharedIndexInformerOptions[*corev1.Pod]{
 				Name:    "pods",
@@ -145,15 +162,23 @@ func TestMetrics(t *testing.T) {
 			}
 
 			// A 410: the informer is told of the expired resource version
-			// and lists again, successfully.
-			src.SetWatchError(apierrors.NewResourceExpired("too old"))
+			// and lists again, once, successfully. The watch it drops has
+			// brought an event first (p6): one closed at once with none is a
+			// "very short watch", which is an error and a relist of its own.
+			if _, err := src.Add(pod("p6")); err != nil {
+				t.Fatal(err)
+			}
+			for inf.GetIndexer().Len() < 6 {
+				time.Sleep(time.Millisecond)
+			}
+			var expiredErr error = apierrors.NewResourceExpired("too old")
+			src.next.Store(&expiredErr)
 			src.DropWatches()
 			expired := func(o observation) bool { return apierrors.IsResourceExpired(o.err) || apierrors.IsGone(o.err) }
 			m.waitFor(t, "a 410", "", expired)
-			src.SetWatchError(nil)
-			m.waitFor(t, "the relist", "list", func(o observation) bool { return o.err == nil && o.n == 5 })
-			if got := len(m.calls("list", func(o observation) bool { return o.err == nil })); got != 2 {
-				t.Errorf("%d successful lists, want 2", got)
+			m.waitFor(t, "the relist", "list", func(o observation) bool { return o.err == nil && o.n == 6 })
+			if got := m.calls("list", func(o observation) bool { return o.err == nil }); len(got) != 2 {
+				t.Errorf("successful lists %+v, want 2; watch errors %+v", got, m.calls("watch", func(o observation) bool { return o.err != nil }))
 			}
 		})
 	}
