@@ -233,7 +233,17 @@ func TestFactoryWatchListCompressed(t *testing.T) {
 			if err := informer.WaitForCacheSync(testContext(t, 30*time.Second), inf); err != nil {
 				t.Fatal(err)
 			}
-			synced := inf.LastSyncResourceVersion()
+			// The informer can report synced, its queue having applied the initial
+			// events, a moment before the reflector has recorded their version.
+			var synced string
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if synced = inf.LastSyncResourceVersion(); synced != "" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("synced, but no LastSyncResourceVersion after 10s")
+				}
+			}
 			if _, err := check.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
