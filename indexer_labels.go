@@ -100,11 +100,9 @@ type selectBuf[T any] struct {
 }
 
 // accepts reports whether obj, a candidate, passes the requirements the
-// index could not answer. It runs holding no lock.
+// index could not answer; its callers skip it when acceptsAll. It runs
+// holding no lock.
 func (b *selectBuf[T]) accepts(obj T) bool {
-	if b.acceptsAll() {
-		return true
-	}
 	ls := labels.Set(b.labelsOf(obj))
 	if b.whole != nil && !b.whole.Matches(ls) {
 		return false

@@ -79,9 +79,6 @@ func (m *recordingMetrics) waitFor(t *testing.T, what, method string, ok func(ob
 	}
 }
 
-// Metrics is told of every list (with its items and the 410 that makes a
-// relist), every watch that ends (with its events) and every batch of
-// processing, in both queue modes and with and without watch-list.
 // failOnceSource is a Source whose next watch fails once with the error
 // set in next, where Source.SetWatchError fails every watch until it is
 // cleared: an informer may relist more than once before a test clears it.
@@ -97,6 +94,9 @@ func (s *failOnceSource) Watch(ctx context.Context, opts metav1.ListOptions) (wa
 	return s.Source.Watch(ctx, opts)
 }
 
+// Metrics is told of every list (with its items and the 410 that makes a
+// relist), every watch that ends (with its events) and every batch of
+// processing, in both queue modes and with and without watch-list.
 func TestMetrics(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
