@@ -46,10 +46,10 @@ func ExampleSharedIndexInformer_Stats() {
 func ExampleHandlerOptions() {
 	src := informertest.NewSource(labelled("default", "web-1", "web"))
 	pods, _ := informer.NewSharedIndexInformer[*corev1.Pod](src, informer.SharedIndexInformerOptions[*corev1.Pod]{})
-	release := make(chan struct{})
+	busy, release := make(chan struct{}), make(chan struct{})
 	updates := make(chan string, 8)
 	reg, _ := pods.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{
-		AddFunc: func(*corev1.Pod, bool) { <-release }, // busy while the updates arrive
+		AddFunc: func(*corev1.Pod, bool) { close(busy); <-release }, // busy while the updates arrive
 		UpdateFunc: func(_, p *corev1.Pod) {
 			updates <- p.Labels["app"]
 		},
@@ -66,6 +66,9 @@ func ExampleHandlerOptions() {
 	stop := run(pods)
 	defer stop()
 	informer.WaitForCacheSync(context.Background(), pods)
+	// Wait for the first handler's add to start: an update that came
+	// before would merge into that add, which is then of v4.
+	<-busy
 	for _, app := range []string{"v2", "v3", "v4"} {
 		src.Update(labelled("default", "web-1", app))
 	}

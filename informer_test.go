@@ -666,3 +666,34 @@ func TestCoalescerAccountsInitialAdds(t *testing.T) {
 		t.Fatalf("depth %d, want 1", n)
 	}
 }
+
+// TestListenerSyncedImpliesNothingPending checks the order in which a
+// listener accounts for a handled initial add: it stops counting as
+// pending before the handler counts as synced, so that whoever waited for
+// the sync reads Pending() == 0, not the add that has just returned.
+func TestListenerSyncedImpliesNothingPending(t *testing.T) {
+	for _, coalesce := range []bool{false, true} {
+		t.Run(fmt.Sprint("coalesce=", coalesce), func(t *testing.T) {
+			l := newListener[*corev1.Pod](&recorder{}, HandlerOptions{Coalesce: coalesce}, nil)
+			l.push([]notification[*corev1.Pod]{
+				{kind: nAdd, key: "ns/a", new: testobj.Pod("ns", "a", "1"), initial: true},
+				{kind: nAdd, key: "ns/b", new: testobj.Pod("ns", "b", "2"), initial: true},
+			})
+			l.informerHasSynced()
+			batch, _, _ := l.take()
+			if batch == nil || batch.Len() != 2 {
+				t.Fatalf("batch %v, want the two initial adds", batch)
+			}
+			for i := range batch.Len() {
+				l.call(t.Context(), batch.At(i))
+				reg := &Registration[*corev1.Pod]{l: l}
+				if synced, pending := reg.HasSynced(), reg.Pending(); synced && pending != 0 {
+					t.Fatalf("after call %d: synced with %d notifications pending", i, pending)
+				}
+			}
+			if reg := (&Registration[*corev1.Pod]{l: l}); !reg.HasSynced() || reg.Pending() != 0 {
+				t.Fatalf("after the batch: synced %v, pending %d", reg.HasSynced(), reg.Pending())
+			}
+		})
+	}
+}

@@ -262,7 +262,6 @@ func (l *listener[T]) run(ctx context.Context) {
 					return // removed or stopped: drop the rest of the batch
 				}
 				l.call(ctx, batch.At(i))
-				l.depth.Add(-1)
 			}
 			batch.Clear() // only this goroutine touches spare outside take
 			l.batchSince.Store(0)
@@ -303,9 +302,13 @@ func (l *listener[T]) take() (batch *deque.Deque[notification[T]], stopping, dra
 	return &l.spare, l.stopping, l.drain
 }
 
-// call runs one handler method, containing a panic.
+// call runs one handler method, containing a panic. The notification
+// stops counting as pending before the handler can count as synced, so
+// that a reader who waited for the sync never sees its last initial add
+// pending.
 func (l *listener[T]) call(ctx context.Context, n notification[T]) {
 	defer func() {
+		l.depth.Add(-1)
 		if n.kind == nAdd && n.initial {
 			l.initialDone()
 		}
