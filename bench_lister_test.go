@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"runtime"
 	"sync"
@@ -67,6 +68,9 @@ const benchSelectorNamespace = "ns-7"
 // writes is the ratio of the two typed rows. op=add/labelindex=read adds an
 // index func that only reads every label: the part of an add's cost that any
 // label index pays, reading labels the store without one never touches.
+// op=add/labelindex=hash adds one that also hashes every label's key and
+// value, as any label index that looks them up in a hash table must: the
+// floor of such an index's cost on an add.
 func BenchmarkListerSelector(b *testing.B) {
 	pods := benchSelectorPods()
 	up := newUpstreamBenchIndexer()
@@ -144,6 +148,7 @@ type labelIndexed struct {
 	add, update, delete func(*corev1.Pod)
 	addLabelIndex       func() error
 	addLabelReader      func() error // adds readLabelsIndexFunc as an index
+	addLabelHasher      func() error // adds hashLabelsIndexFunc as an index
 }
 
 // readLabelsIndexFunc reads every label of p, as a label index must on each
@@ -158,6 +163,20 @@ func readLabelsIndexFunc(p *corev1.Pod) ([]string, error) {
 	return nil, nil
 }
 
+// hashLabelsIndexFunc hashes the key and the value of every label of p,
+// reading their bytes as a hash-based label index must on each add, and
+// indexes nothing.
+func hashLabelsIndexFunc(p *corev1.Pod) ([]string, error) {
+	var h uint64
+	for k, v := range p.Labels {
+		h += maphash.String(benchHashSeed, k) ^ maphash.String(benchHashSeed, v)
+	}
+	benchSink += int(h & 1)
+	return nil, nil
+}
+
+var benchHashSeed = maphash.MakeSeed()
+
 func newLabelIndexed(impl string) labelIndexed {
 	if impl == "impl=upstream" {
 		x := newUpstreamBenchIndexer()
@@ -171,6 +190,9 @@ func newLabelIndexed(impl string) labelIndexed {
 			addLabelReader: func() error {
 				return x.AddIndexers(cache.Indexers{"read": func(obj any) ([]string, error) { return readLabelsIndexFunc(obj.(*corev1.Pod)) }})
 			},
+			addLabelHasher: func() error {
+				return x.AddIndexers(cache.Indexers{"hash": func(obj any) ([]string, error) { return hashLabelsIndexFunc(obj.(*corev1.Pod)) }})
+			},
 		}
 	}
 	x := newTypedBenchIndexer()
@@ -181,6 +203,9 @@ func newLabelIndexed(impl string) labelIndexed {
 		addLabelIndex: func() error { return x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]) },
 		addLabelReader: func() error {
 			return x.AddIndexers(Indexers[*corev1.Pod]{"read": readLabelsIndexFunc})
+		},
+		addLabelHasher: func() error {
+			return x.AddIndexers(Indexers[*corev1.Pod]{"hash": hashLabelsIndexFunc})
 		},
 	}
 }
@@ -238,10 +263,11 @@ func benchLabelIndexBuild(b *testing.B, name string, pods []*corev1.Pod) {
 // benchLabelIndexWrites measures each side's writes without and with a
 // label index, in the workloads of BenchmarkIndexerAdd, Update and Delete.
 // Adds also run with labelindex=read: no label index, and an index func
-// that reads every label and indexes nothing (readLabelsIndexFunc).
+// that reads every label and indexes nothing (readLabelsIndexFunc), and
+// with labelindex=hash: one that hashes them (hashLabelsIndexFunc).
 func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 	updated := benchSelectorPodsUpdated()
-	const off, on, read = "labelindex=off", "labelindex=on", "labelindex=read"
+	const off, on, read, hash = "labelindex=off", "labelindex=on", "labelindex=read", "labelindex=hash"
 	newStore := func(impl, mode string) labelIndexed {
 		x := newLabelIndexed(impl)
 		var err error
@@ -250,6 +276,8 @@ func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 			err = x.addLabelIndex()
 		case read:
 			err = x.addLabelReader()
+		case hash:
+			err = x.addLabelHasher()
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -274,7 +302,7 @@ func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 			}
 		})
 	}
-	each(b, "op=add", []string{off, on, read}, func(b *testing.B, impl, mode string) {
+	each(b, "op=add", []string{off, on, read, hash}, func(b *testing.B, impl, mode string) {
 		x := newStore(impl, mode)
 		b.ReportAllocs()
 		i := 0

@@ -121,36 +121,79 @@ type labelKey struct {
 // labelVal is one value of a label key and its posting: the ids whose
 // object has key=value, at positions 0 to n-1. The first postBlock
 // positions are in ids, which grows by doubling; the others in blocks of
-// postBlock, in more, so that a large posting grows without being copied.
+// postBlock, in ext.more, so that a large posting grows without being
+// copied.
+//
+// It is 64 bytes, one cache line (the allocator aligns objects of that
+// size class to 64), and holds the bytes of a short value (see
+// newLabelVal): a write reads the value's string, when the key's map
+// compares it, and its posting's count and ids on the same line; a
+// delete, which never reads the string, the count and ids alone. What
+// does not fit, rarely needed, is in ext.
 type labelVal struct {
-	key   *labelKey
-	value string
-	vid   uint32      // position in labelIndex.vals
-	n     uint32      // how many ids the posting holds
-	ids   []uint32    // positions 0 to min(n, postBlock)-1
-	more  *[][]uint32 // positions from postBlock on, postBlock a block; nil if none
-	// buf holds the bytes of value when they fit (see newLabelVal): the
-	// key's map then compares a lookup's string with memory beside the
-	// struct the lookup returns, one cache miss where a string of its own
-	// would be two. It is never written after newLabelVal.
-	buf [valInline]byte
+	key *labelKey
+	ids []uint32 // positions 0 to min(n, postBlock)-1
+	ext *valExt  // nil unless the posting has more or the value is long
+	vid uint32   // position in labelIndex.vals
+	n   uint32   // how many ids the posting holds
+	// vlen and buf are the value when it is at most valInline bytes long
+	// (long is empty); they are never written after newLabelVal.
+	vlen uint8
+	buf  [valInline]byte
+}
+
+// valExt is the part of a labelVal that few values need.
+type valExt struct {
+	more [][]uint32 // positions from postBlock on, postBlock a block; nil if none
+	long string     // the value, when it is longer than valInline
 }
 
 // valInline is how long a value labelVal.buf holds can be: most label
-// values (names, versions, tiers, hashes of a template) are short.
-const valInline = 16
+// values (names, versions, tiers, hashes of a template) are short. It fills
+// the struct to 64 bytes.
+const valInline = 15
 
-// newLabelVal returns the value v of key, its string a copy in the struct
-// if it fits, otherwise a clone: the index keeps no object's memory alive.
+// newLabelVal returns the value v of key, its bytes copied into the struct
+// if they fit, otherwise into a clone: the index keeps no object's memory
+// alive.
 func newLabelVal(key *labelKey, v string) *labelVal {
 	val := &labelVal{key: key}
-	if n := len(v); n > 0 && n <= valInline {
-		copy(val.buf[:], v)
-		val.value = unsafe.String(&val.buf[0], n)
+	if len(v) <= valInline {
+		val.vlen = uint8(copy(val.buf[:], v))
 	} else {
-		val.value = strings.Clone(v)
+		val.ext = &valExt{long: strings.Clone(v)}
 	}
 	return val
+}
+
+// value returns the value's string, which is the key's map key for val.
+func (val *labelVal) value() string {
+	if val.ext != nil && val.ext.long != "" {
+		return val.ext.long
+	}
+	return unsafe.String(&val.buf[0], int(val.vlen))
+}
+
+// more returns the blocks of the posting past postBlock, nil if none.
+func (val *labelVal) more() [][]uint32 {
+	if val.ext == nil {
+		return nil
+	}
+	return val.ext.more
+}
+
+// setMore makes more the blocks of the posting past postBlock.
+func (val *labelVal) setMore(more [][]uint32) {
+	if val.ext == nil {
+		if more == nil {
+			return
+		}
+		val.ext = new(valExt)
+	}
+	val.ext.more = more
+	if more == nil && val.ext.long == "" {
+		val.ext = nil
+	}
 }
 
 // postBlock is how many ids a posting holds in ids, and in each block of
@@ -162,7 +205,7 @@ func (val *labelVal) at(p uint32) uint32 {
 	if p < postBlock {
 		return val.ids[p]
 	}
-	return (*val.more)[p/postBlock-1][p%postBlock]
+	return val.ext.more[p/postBlock-1][p%postBlock]
 }
 
 // put makes id the one at position p of the posting.
@@ -170,7 +213,7 @@ func (val *labelVal) put(p, id uint32) {
 	if p < postBlock {
 		val.ids[p] = id
 	} else {
-		(*val.more)[p/postBlock-1][p%postBlock] = id
+		val.ext.more[p/postBlock-1][p%postBlock] = id
 	}
 }
 
@@ -187,14 +230,11 @@ func (val *labelVal) push(id uint32) {
 		val.n++
 		return
 	}
-	if val.more == nil {
-		val.more = new([][]uint32)
-	}
-	more := *val.more
+	more := val.more()
 	b := int(val.n/postBlock) - 1 // the block of the new id
 	if b == len(more) {
 		more = append(more, make([]uint32, 0, postBlock))
-		*val.more = more
+		val.setMore(more)
 	}
 	more[b] = append(more[b], id) // within its capacity
 	val.n++
@@ -207,27 +247,27 @@ func (val *labelVal) pop() {
 	val.n--
 	if val.n < postBlock {
 		val.ids = shrink(val.ids[:val.n])
-		if val.more != nil && val.n < postBlock/2 {
-			val.more = nil
+		if val.n < postBlock/2 {
+			val.setMore(nil)
 		}
 		return
 	}
-	more := *val.more
+	more := val.more()
 	b := int(val.n/postBlock) - 1 // the block of the id removed
 	more[b] = more[b][:len(more[b])-1]
 	if len(more[b]) == 0 && len(more) > b+1 {
 		// Block b is the spare now: drop the one after it.
 		more[b+1] = nil
-		*val.more = more[:b+1]
+		val.setMore(more[:b+1])
 	}
 }
 
 // blocks yields the ids of the posting, a block at a time.
 func (val *labelVal) blocks(yield func([]uint32) bool) {
-	if !yield(val.ids) || val.more == nil {
+	if !yield(val.ids) {
 		return
 	}
-	for _, b := range *val.more {
+	for _, b := range val.more() {
 		if len(b) > 0 && !yield(b) {
 			return
 		}
@@ -317,7 +357,7 @@ func (li *labelIndex) sameLabels(refs []labelRef, m map[string]string) bool {
 // hasLabel reports whether m has the label val.
 func (li *labelIndex) hasLabel(m map[string]string, val *labelVal) bool {
 	v, ok := m[val.key.name]
-	return ok && v == val.value
+	return ok && v == val.value()
 }
 
 func (li *labelIndex) hasKey(refs []labelRef, k string) bool {
@@ -348,7 +388,7 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 			val.vid = uint32(len(li.vals))
 			li.vals = append(li.vals, val)
 		}
-		key.vals[val.value] = val
+		key.vals[val.value()] = val
 	}
 	r := labelRef{vid: val.vid, vpos: val.n}
 	val.push(id)
@@ -369,7 +409,7 @@ func (li *labelIndex) unpost(id uint32, r labelRef) {
 	val.pop()
 	key.n--
 	if val.n == 0 {
-		delete(key.vals, val.value)
+		delete(key.vals, val.value())
 		li.vals[val.vid] = nil
 		li.freeVals = append(li.freeVals, val.vid)
 	}

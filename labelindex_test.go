@@ -291,12 +291,12 @@ func checkLabelIndex(t testing.TB, step int, x *Indexer[*corev1.Pod]) {
 				if _, dup := got[val.key.name]; dup {
 					t.Fatalf("step %d: %q indexed twice under %q", step, sl.key, val.key.name)
 				}
-				got[val.key.name] = val.value
+				got[val.key.name] = val.value()
 				if r.vpos >= val.n || val.at(r.vpos) != sl.id {
 					t.Fatalf("step %d: %q: value posting position wrong", step, sl.key)
 				}
-				if li.keys[val.key.name] != val.key || val.key.vals[val.value] != val {
-					t.Fatalf("step %d: %q: label %s=%s not reachable from the index", step, sl.key, val.key.name, val.value)
+				if li.keys[val.key.name] != val.key || val.key.vals[val.value()] != val {
+					t.Fatalf("step %d: %q: label %s=%s not reachable from the index", step, sl.key, val.key.name, val.value())
 				}
 			}
 			ids += len(li.refsOf(sl.id))
@@ -312,7 +312,7 @@ func checkLabelIndex(t testing.TB, step int, x *Indexer[*corev1.Pod]) {
 		}
 		n := 0
 		for v, val := range key.vals {
-			if val.n == 0 || v != val.value || val.key != key {
+			if val.n == 0 || v != val.value() || val.key != key {
 				t.Fatalf("step %d: value %s=%s empty or misfiled", step, k, v)
 			}
 			n += int(val.n)
@@ -611,13 +611,13 @@ func TestLabelPostingBlocks(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("step %d: blocks hold %d ids, want %d", step, len(got), len(want))
 		}
-		if val.more != nil {
+		if more := val.more(); more != nil {
 			blocks := (len(want) - 1) / postBlock // the blocks of more in use
 			if len(want) <= postBlock {
 				blocks = 0
 			}
-			if spare := len(*val.more) - blocks; spare > 1 {
-				t.Fatalf("step %d: %d ids, %d blocks: more than one spare", step, len(want), len(*val.more))
+			if spare := len(more) - blocks; spare > 1 {
+				t.Fatalf("step %d: %d ids, %d blocks: more than one spare", step, len(want), len(more))
 			}
 		}
 	}
@@ -647,8 +647,8 @@ func TestLabelPostingBlocks(t *testing.T) {
 		}
 		check(step)
 	}
-	if val.more != nil {
-		t.Errorf("empty posting keeps %d blocks", len(*val.more))
+	if val.ext != nil {
+		t.Errorf("empty posting keeps its extension (%d blocks)", len(val.more()))
 	}
 }
 
@@ -837,10 +837,10 @@ func TestLabelIndexValueStorage(t *testing.T) {
 	}
 	for i, v := range values {
 		val := x.labels.keys["k"].vals[v]
-		if val == nil || val.value != v {
+		if val == nil || val.value() != v {
 			t.Fatalf("value %q: not indexed as itself", v)
 		}
-		data := unsafe.StringData(val.value)
+		data := unsafe.StringData(val.value())
 		inline := len(v) > 0 && len(v) <= valInline
 		if got := len(v) > 0 && data == &val.buf[0]; got != inline {
 			t.Errorf("value of %d bytes kept in its labelVal: %v, want %v", len(v), got, inline)
@@ -863,5 +863,13 @@ func TestLabelIndexValueStorage(t *testing.T) {
 		if want := []string{fmt.Sprint("ns/p-", i)}; !slices.Equal(selectedKeys(got), want) {
 			t.Errorf("k=%q after the objects' strings were overwritten: %v, want %v", v, selectedKeys(got), want)
 		}
+	}
+}
+
+// A labelVal is one cache line: a write or a delete of a label touches one
+// line for its value, which a new field would silently make two.
+func TestLabelValSize(t *testing.T) {
+	if n := unsafe.Sizeof(labelVal{}); n != 64 {
+		t.Fatalf("labelVal is %d bytes, want 64", n)
 	}
 }
