@@ -464,9 +464,12 @@ func (in *interner) get(b []byte) string {
 // the map made for them then: objects share it.
 func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op) (int, error) {
 	m := (*map[string]string)(ptr)
-	if *m != nil {
+	merged := *m != nil
+	if merged {
 		// A second run of the field, or a merge into an existing object:
 		// the map may be shared, so it is copied before it is added to.
+		// It then holds more than the run's entries, and is not
+		// remembered for them.
 		*m = maps.Clone(*m)
 	}
 	end := i
@@ -480,9 +483,9 @@ func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 		}
 	}
 	run := b[i:end]
-	slot := s.maps.slot(run)
-	if *m == nil && slot != nil && slot.m != nil && slot.run == string(run) {
-		*m = slot.m
+	set, seen := s.maps.find(run)
+	if !merged && seen != nil {
+		*m = seen
 		return end, nil
 	}
 	for j := i; j < end; {
@@ -494,20 +497,29 @@ func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 			return 0, err
 		}
 	}
-	if slot != nil && *m != nil && len(run) > 0 {
-		*slot = mapSlot{run: string(run), m: *m}
+	if set != nil && !merged && *m != nil && len(run) > 0 {
+		set.put(run, *m)
 	}
 	return end, nil
 }
 
 // mapTable remembers the maps made for recent runs of map entries: a
-// direct-mapped table of bounded size, keyed by the entries' bytes, which
-// it keeps to compare, so a hit is never a wrong map.
+// two-way set-associative table of bounded size, keyed by the entries'
+// bytes, which it keeps to compare, so a hit is never a wrong map. With two
+// ways, the least recently used replaced, two runs that fall in one set
+// (an object's labels and its annotations, say) do not evict each other
+// object after object.
 type mapTable struct {
-	seed  maphash.Seed
-	slots []mapSlot
-	keys  []string // scratch of share
-	buf   []byte   // scratch of share
+	seed maphash.Seed
+	sets []mapSet
+	keys []string // scratch of share
+	buf  []byte   // scratch of share
+}
+
+// mapSet is one set of the table: two runs and their maps.
+type mapSet struct {
+	ways [2]mapSlot
+	lru  uint8 // the way to replace next
 }
 
 type mapSlot struct {
@@ -516,20 +528,42 @@ type mapSlot struct {
 }
 
 const (
-	mapSlots  = 1 << 9
-	mapMaxRun = 2048 // longer runs are not shared
+	mapSets   = 1 << 8 // of two ways: 512 maps
+	mapMaxRun = 2048   // longer runs are not shared
 )
 
 func newMapTable() *mapTable {
-	return &mapTable{seed: maphash.MakeSeed(), slots: make([]mapSlot, mapSlots)}
+	return &mapTable{seed: maphash.MakeSeed(), sets: make([]mapSet, mapSets)}
 }
 
-// slot returns the slot of run, nil if run is not to be shared.
-func (t *mapTable) slot(run []byte) *mapSlot {
-	if len(run) > mapMaxRun {
-		return nil
+// find returns the set of run, nil if run is not to be shared, and the
+// map remembered for run, nil if none; a hit makes its way the most
+// recently used.
+func (t *mapTable) find(run []byte) (*mapSet, map[string]string) {
+	if t == nil || len(run) > mapMaxRun {
+		return nil, nil
 	}
-	return &t.slots[maphash.Bytes(t.seed, run)&(mapSlots-1)]
+	set := &t.sets[maphash.Bytes(t.seed, run)&(mapSets-1)]
+	return set, set.get(run)
+}
+
+// get returns the map the set remembers for run, nil if none; a hit makes
+// its way the most recently used.
+func (set *mapSet) get(run []byte) map[string]string {
+	for w := range set.ways {
+		if slot := &set.ways[w]; slot.m != nil && slot.run == string(run) {
+			set.lru = uint8(1 - w)
+			return slot.m
+		}
+	}
+	return nil
+}
+
+// put remembers m for run, in place of the set's least recently used way.
+func (set *mapSet) put(run []byte, m map[string]string) {
+	w := set.lru
+	set.ways[w] = mapSlot{run: string(run), m: m}
+	set.lru = 1 - w
 }
 
 // share replaces the map at m, decoded from JSON, by an equal one seen
@@ -557,10 +591,9 @@ func (t *mapTable) share(m *map[string]string) {
 		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(v))), v...)
 	}
 	clear(t.keys)
-	slot := t.slot(t.buf)
-	if slot.m != nil && slot.run == string(t.buf) {
-		*m = slot.m
-		return
+	if set, seen := t.find(t.buf); seen != nil {
+		*m = seen
+	} else if set != nil {
+		set.put(t.buf, *m)
 	}
-	*slot = mapSlot{run: string(t.buf), m: *m}
 }

@@ -158,3 +158,83 @@ func TestJSONMapSharing(t *testing.T) {
 		t.Error("a projection's JSON labels are not shared")
 	}
 }
+
+// A map that holds more than one run's entries (a merge into an object
+// that had labels, or a message whose labels come in two runs) is never
+// remembered for the last run: an object with just that run's entries
+// gets its own.
+func TestMapSharingAfterMerge(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withLabels := func(name string, l map[string]string) []byte {
+		return marshalPod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
+	}
+	check := func(what string, b []byte, got *corev1.Pod) {
+		t.Helper()
+		want := &corev1.Pod{}
+		if err := want.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", what, d)
+		}
+	}
+	canary := withLabels("", map[string]string{"canary": "true"})
+
+	// A merge into an object with labels.
+	first, err := d.Protobuf(withLabels("a", map[string]string{"app": "web"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ProtobufInto(canary, first); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := d.Protobuf(canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("an object with the merged run's labels, after the merge", canary, fresh)
+
+	// One message with its labels in two runs.
+	d, err = NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := append(withLabels("b", map[string]string{"tier": "front"}), canary...)
+	got, err := d.Protobuf(split)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a message with two runs of labels", split, got)
+	fresh, err = d.Protobuf(canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("an object with the second run's labels, after the split message", canary, fresh)
+}
+
+// A set of the map table keeps its two most recently used runs: a third
+// run replaces the one used least recently, whichever way it is in.
+func TestMapSetLeastRecentlyUsed(t *testing.T) {
+	var set mapSet
+	a, b, c := []byte("a"), []byte("b"), []byte("c")
+	ma, mb, mc := map[string]string{"a": ""}, map[string]string{"b": ""}, map[string]string{"c": ""}
+	set.put(a, ma)
+	set.put(b, mb)
+	if mapPointer(set.get(a)) != mapPointer(ma) || mapPointer(set.get(b)) != mapPointer(mb) {
+		t.Fatal("two runs of one set are not both remembered")
+	}
+	set.get(a) // b is now the least recently used
+	set.put(c, mc)
+	if set.get(b) != nil {
+		t.Error("the least recently used run was kept")
+	}
+	if mapPointer(set.get(a)) != mapPointer(ma) || mapPointer(set.get(c)) != mapPointer(mc) {
+		t.Error("the recently used run or the new one was lost")
+	}
+	if set.get([]byte("d")) != nil {
+		t.Error("a run never put was found")
+	}
+}
