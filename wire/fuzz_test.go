@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // FuzzDecodeProtobuf decodes arbitrary bytes as a Pod and as a projection:
@@ -104,4 +105,52 @@ func TestTruncatedNeverPanics(t *testing.T) {
 	if _, err := full.Protobuf(b); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzDecodeProtobufSequence decodes two messages in turn with one Decoder:
+// whatever the first left in the decoder's tables (shared strings, shared
+// maps), the second decodes as the generated decoder decodes it, and the
+// first object is unchanged by it.
+func FuzzDecodeProtobufSequence(f *testing.F) {
+	marshal := func(p *corev1.Pod) []byte {
+		b, err := p.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	labelled := func(l map[string]string) []byte {
+		return marshal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: l}})
+	}
+	canary := labelled(map[string]string{"canary": "true"})
+	// Labels in two runs, then an object with the second run alone.
+	f.Add(append(labelled(map[string]string{"app": "web"}), canary...), canary)
+	f.Add(marshal(benchPod(0)), marshal(benchPod(48)))
+	f.Add(marshal(benchPod(1)), marshal(benchPod(1)))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantA, wantB := &corev1.Pod{}, &corev1.Pod{}
+		errA, errB := wantA.Unmarshal(a), wantB.Unmarshal(b)
+		gotA, err := d.Protobuf(a)
+		if errA == nil && err == nil {
+			if diff := cmp.Diff(wantA, gotA); diff != "" {
+				t.Fatalf("first decode differs from the generated one (-want +got):\n%s", diff)
+			}
+		}
+		gotB, err := d.Protobuf(b)
+		if errB != nil || err != nil {
+			return
+		}
+		if diff := cmp.Diff(wantB, gotB); diff != "" {
+			t.Fatalf("second decode differs from the generated one (-want +got):\n%s", diff)
+		}
+		if errA == nil && gotA != nil {
+			if diff := cmp.Diff(wantA, gotA); diff != "" {
+				t.Fatalf("the first object changed after the second decode (-want +got):\n%s", diff)
+			}
+		}
+	})
 }
