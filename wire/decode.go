@@ -483,10 +483,13 @@ func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 		}
 	}
 	run := b[i:end]
-	set, seen := s.maps.find(run)
-	if !merged && seen != nil {
-		*m = seen
-		return end, nil
+	var set *mapSet // where to remember the map; nil after a merge
+	if !merged {
+		var seen map[string]string
+		if set, seen = s.maps.find(run); seen != nil {
+			*m = seen
+			return end, nil
+		}
 	}
 	for j := i; j < end; {
 		_, typ, next, err := tag(b, j)
@@ -497,7 +500,7 @@ func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 			return 0, err
 		}
 	}
-	if set != nil && !merged && *m != nil && len(run) > 0 {
+	if set != nil && *m != nil && len(run) > 0 {
 		set.put(run, *m)
 	}
 	return end, nil
@@ -540,7 +543,7 @@ func newMapTable() *mapTable {
 // map remembered for run, nil if none; a hit makes its way the most
 // recently used.
 func (t *mapTable) find(run []byte) (*mapSet, map[string]string) {
-	if t == nil || len(run) > mapMaxRun {
+	if len(run) > mapMaxRun {
 		return nil, nil
 	}
 	set := &t.sets[maphash.Bytes(t.seed, run)&(mapSets-1)]
