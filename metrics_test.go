@@ -79,6 +79,16 @@ func (m *recordingMetrics) waitFor(t *testing.T, what, method string, ok func(ob
 	}
 }
 
+// waitIndexed waits until inf's cache holds n objects, or fails after 10s.
+func waitIndexed(t *testing.T, inf *informer.SharedIndexInformer[*corev1.Pod], n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); inf.GetIndexer().Len() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache holds %d objects after 10s, want %d", inf.GetIndexer().Len(), n)
+		}
+	}
+}
+
 // failOnceSource is a Source whose next watch fails once with the error
 // set in next, where Source.SetWatchError fails every watch until it is
 // cleared: an informer may relist more than once before a test clears it.
@@ -148,9 +158,7 @@ func TestMetrics(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for inf.GetIndexer().Len() < 5 {
-				time.Sleep(time.Millisecond)
-			}
+			waitIndexed(t, inf, 5)
 			src.DropWatches()
 			m.waitFor(t, "the dropped watch", "watch", func(o observation) bool { return o.err == nil && o.n >= 2 })
 			changes := 0
@@ -168,9 +176,7 @@ func TestMetrics(t *testing.T) {
 			if _, err := src.Add(pod("p6")); err != nil {
 				t.Fatal(err)
 			}
-			for inf.GetIndexer().Len() < 6 {
-				time.Sleep(time.Millisecond)
-			}
+			waitIndexed(t, inf, 6)
 			var expiredErr error = apierrors.NewResourceExpired("too old")
 			src.next.Store(&expiredErr)
 			src.DropWatches()
