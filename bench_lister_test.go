@@ -147,8 +147,9 @@ func upstreamLabelIndexFunc(obj any) ([]string, error) {
 type labelIndexed struct {
 	add, update, delete func(*corev1.Pod)
 	addLabelIndex       func() error
-	addLabelReader      func() error // adds readLabelsIndexFunc as an index
-	addLabelHasher      func() error // adds hashLabelsIndexFunc as an index
+	// addIndexFunc adds f as the index name: readLabelsIndexFunc or
+	// hashLabelsIndexFunc.
+	addIndexFunc func(name string, f func(*corev1.Pod) ([]string, error)) error
 }
 
 // readLabelsIndexFunc reads every label of p, as a label index must on each
@@ -187,11 +188,8 @@ func newLabelIndexed(impl string) labelIndexed {
 			addLabelIndex: func() error {
 				return x.AddIndexers(cache.Indexers{upstreamLabelIndex: upstreamLabelIndexFunc})
 			},
-			addLabelReader: func() error {
-				return x.AddIndexers(cache.Indexers{"read": func(obj any) ([]string, error) { return readLabelsIndexFunc(obj.(*corev1.Pod)) }})
-			},
-			addLabelHasher: func() error {
-				return x.AddIndexers(cache.Indexers{"hash": func(obj any) ([]string, error) { return hashLabelsIndexFunc(obj.(*corev1.Pod)) }})
+			addIndexFunc: func(name string, f func(*corev1.Pod) ([]string, error)) error {
+				return x.AddIndexers(cache.Indexers{name: func(obj any) ([]string, error) { return f(obj.(*corev1.Pod)) }})
 			},
 		}
 	}
@@ -201,11 +199,8 @@ func newLabelIndexed(impl string) labelIndexed {
 		update:        func(p *corev1.Pod) { x.Update(p) },
 		delete:        func(p *corev1.Pod) { x.Delete(p) },
 		addLabelIndex: func() error { return x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]) },
-		addLabelReader: func() error {
-			return x.AddIndexers(Indexers[*corev1.Pod]{"read": readLabelsIndexFunc})
-		},
-		addLabelHasher: func() error {
-			return x.AddIndexers(Indexers[*corev1.Pod]{"hash": hashLabelsIndexFunc})
+		addIndexFunc: func(name string, f func(*corev1.Pod) ([]string, error)) error {
+			return x.AddIndexers(Indexers[*corev1.Pod]{name: f})
 		},
 	}
 }
@@ -275,9 +270,9 @@ func benchLabelIndexWrites(b *testing.B, pods []*corev1.Pod) {
 		case on:
 			err = x.addLabelIndex()
 		case read:
-			err = x.addLabelReader()
+			err = x.addIndexFunc("read", readLabelsIndexFunc)
 		case hash:
-			err = x.addLabelHasher()
+			err = x.addIndexFunc("hash", hashLabelsIndexFunc)
 		}
 		if err != nil {
 			b.Fatal(err)
