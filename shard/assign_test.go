@@ -112,7 +112,8 @@ func TestBucketsRangesAndSelector(t *testing.T) {
 	if err != nil || !round.Equal(b) || round.N() != 4 {
 		t.Errorf("decode(encode) = %v, %v", round, err)
 	}
-	for _, bad := range []string{"", "3:0000000000000000", "4:", "4:zz00000000000000", "4:0000000000000010", "x:0000000000000000"} {
+	for _, bad := range []string{"", "3:0000000000000000", "4:", "4:zz00000000000000", "4:0000000000000010", "x:0000000000000000",
+		"4:1 zzzzzzzzzzzzzz", "4:+000000000000001", "4 :0000000000000001", "04x:0000000000000001"} {
 		if _, err := decodeBuckets(bad); err == nil {
 			t.Errorf("decodeBuckets(%q) succeeded", bad)
 		}

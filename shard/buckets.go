@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 	"math/bits"
+	"strconv"
 	"strings"
 )
 
@@ -234,8 +235,8 @@ func (b Buckets) encode() string {
 // decodeBuckets reads what encode wrote.
 func decodeBuckets(s string) (Buckets, error) {
 	nText, words, ok := strings.Cut(s, ":")
-	var n int
-	if _, err := fmt.Sscanf(nText, "%d", &n); !ok || err != nil || validBucketCount(n) != nil {
+	n, err := strconv.Atoi(nText)
+	if !ok || err != nil || validBucketCount(n) != nil {
 		return Buckets{}, fmt.Errorf("shard: malformed bucket set %q", s)
 	}
 	b := newBuckets(n)
@@ -243,7 +244,7 @@ func decodeBuckets(s string) (Buckets, error) {
 		return Buckets{}, fmt.Errorf("shard: malformed bucket set %q", s)
 	}
 	for i := range b.bits {
-		if _, err := fmt.Sscanf(words[16*i:16*i+16], "%x", &b.bits[i]); err != nil {
+		if b.bits[i], err = strconv.ParseUint(words[16*i:16*i+16], 16, 64); err != nil {
 			return Buckets{}, fmt.Errorf("shard: malformed bucket set %q: %w", s, err)
 		}
 	}

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,11 @@ import (
 // the objects leave the cache at the relist that follows. The exception is
 // a member that could not renew its Lease: it stops delivering before the
 // Lease expires, and its OnRelease calls, made then, may still be running
-// when another member, after the expiry, has taken the objects over.
+// when another member, after the expiry, has taken the objects over. A
+// member that leaves (its Run's context ended) gives every bucket up
+// without OnRelease calls, as does an informer that has stopped; a handler
+// removed gets none after RemoveEventHandler returns but the call in
+// flight.
 type Releaser[T informer.Object] interface {
 	OnRelease(obj T)
 }
@@ -136,10 +141,14 @@ func (i *Informer[T]) Lister() informer.Lister[T] { return i.inf.Lister() }
 func (i *Informer[T]) HasSynced() bool { return i.inf.HasSynced() }
 
 // Run runs the underlying informer (not needed for one from For: the
-// factory runs it) until ctx ends.
+// factory runs it) until ctx ends. A second Run returns
+// informer.ErrStarted and leaves the first one running as it was.
 func (i *Informer[T]) Run(ctx context.Context) error {
-	defer i.m.detach(i)
-	return i.inf.Run(ctx)
+	err := i.inf.Run(ctx)
+	if !errors.Is(err, informer.ErrStarted) {
+		i.m.detach(i) // it ran, and has stopped
+	}
+	return err
 }
 
 // AddEventHandler registers h for the objects of this member's buckets;
@@ -170,6 +179,9 @@ func (i *Informer[T]) AddEventHandler(h informer.ResourceEventHandler[T], opts .
 // RemoveEventHandler removes a handler AddEventHandler registered.
 func (i *Informer[T]) RemoveEventHandler(reg *informer.Registration[T]) error {
 	i.mu.Lock()
+	if w := i.handlers[reg]; w != nil {
+		w.removed.Store(true) // a giving up under way calls it no more
+	}
 	delete(i.handlers, reg)
 	i.mu.Unlock()
 	return i.inf.RemoveEventHandler(reg)
@@ -204,8 +216,13 @@ func (i *Informer[T]) setActive(active Buckets) {
 	i.src.setWant(active)
 }
 
+// stopped reports whether the underlying informer has stopped: the Member
+// no longer moves it.
+func (i *Informer[T]) stopped() bool { return i.inf.IsStopped() }
+
 // deactivate stops delivering lost, waits for calls in flight, tells
-// Releasers (if release), and lists active only.
+// Releasers (if release) that are still registered, of an informer still
+// running, and lists active only.
 func (i *Informer[T]) deactivate(lost, active Buckets, release bool) {
 	i.active.Store(&active)
 	i.calls.Lock()
@@ -221,7 +238,7 @@ func (i *Informer[T]) deactivate(lost, active Buckets, release bool) {
 		for uid, obj := range h.told {
 			if lost.HasHash(Hash(field(obj, i.src.key))) {
 				delete(h.told, uid)
-				if release {
+				if release && !h.removed.Load() && !i.inf.IsStopped() {
 					releaseOne(h.rel, obj)
 				}
 			}
@@ -287,10 +304,11 @@ func (i *Informer[T]) initial(obj T, h uint64) bool {
 // still queued then is dropped, as is an addition h never heard of. Only
 // h's calls (one at a time) and deactivate (which excludes them) touch told.
 type handler[T informer.Object] struct {
-	i    *Informer[T]
-	h    informer.ResourceEventHandler[T]
-	rel  Releaser[T]
-	told map[types.UID]T
+	i       *Informer[T]
+	h       informer.ResourceEventHandler[T]
+	rel     Releaser[T]
+	told    map[types.UID]T
+	removed atomic.Bool // set by RemoveEventHandler
 }
 
 func (w *handler[T]) OnAdd(obj T, isInInitialList bool) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,9 @@ var (
 	// ErrIdentityInUse reports a Lease of the member's name held by
 	// another, live holder.
 	ErrIdentityInUse = errors.New("shard: another live replica holds this identity's Lease")
-	// ErrRunning reports a second Run of a Member.
+	// ErrRunning reports a second Run of a Member: one while it runs, or
+	// one after a Run that joined the group has returned. A Member joins
+	// once; make a new one to join again.
 	ErrRunning = errors.New("shard: member already running")
 )
 
@@ -98,6 +101,7 @@ type Member struct {
 	ready     chan struct{} // closed once the first assignment is in effect
 	readyOnce sync.Once
 	running   atomic.Bool
+	joined    atomic.Bool // a Run has joined: its Leases informer ran
 
 	attachMu  sync.Mutex // held while informers move; orders attach with moves
 	informers []attached
@@ -125,6 +129,9 @@ type attached interface {
 	// setActive is called once, when the informer attaches, before the first activate or deactivate, with
 	// the active set then.
 	setActive(active Buckets)
+	// stopped reports whether the informer has stopped: the Member forgets
+	// it at the next move.
+	stopped() bool
 }
 
 // NewMember checks opts and returns a Member; Run makes it join.
@@ -275,20 +282,26 @@ func (m *Member) Ready() <-chan struct{} { return m.ready }
 
 // Run joins the group: it writes the member's Lease, watches the group's
 // Leases, renews its own and moves its informers to the buckets it owns,
-// until ctx ends. Then it stops delivering, deletes its Lease (so the
-// others take its buckets at once) and returns nil. It returns an error if
-// it cannot join: ErrIdentityInUse, or the Lease write's error. It returns
-// only after every goroutine it started has ended.
+// until ctx ends. Then it stops delivering (without OnRelease calls),
+// deletes its Lease (so the others take its buckets at once) and returns
+// nil. It returns an error if it cannot join: ErrIdentityInUse, or the
+// Lease write's error; Run may then be called again. Once it has joined,
+// the Member is done when Run returns: a later Run returns ErrRunning. It
+// returns only after every goroutine it started has ended.
 func (m *Member) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
 	defer m.running.Store(false)
+	if m.joined.Load() {
+		return fmt.Errorf("%w: it joined its group once and has left: make a new Member", ErrRunning)
+	}
 	logger := klog.FromContext(ctx).WithValues("group", m.opts.Group, "identity", m.opts.Identity)
 	ctx = klog.NewContext(ctx, logger)
 	if err := m.join(ctx); err != nil {
 		return err
 	}
+	m.joined.Store(true)
 	leaseCtx, stopLeases := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = m.leases.Run(leaseCtx) })
@@ -524,10 +537,18 @@ func (m *Member) claim(ctx context.Context, active, gain Buckets) Buckets {
 func (m *Member) move(lost, active Buckets, release bool) {
 	m.attachMu.Lock()
 	defer m.attachMu.Unlock()
+	m.forgetStoppedLocked()
 	for _, a := range m.informers {
 		a.deactivate(lost, active, release)
 	}
 	m.setActive(active)
+}
+
+// forgetStoppedLocked drops the informers that have stopped (an informer
+// of a factory that removed it or shut down): they are moved no more, and
+// their handlers hear nothing more. The caller holds attachMu.
+func (m *Member) forgetStoppedLocked() {
+	m.informers = slices.DeleteFunc(m.informers, func(a attached) bool { return a.stopped() })
 }
 
 // setActive records the buckets the informers now serve.
@@ -542,6 +563,7 @@ func (m *Member) setActive(active Buckets) {
 func (m *Member) moveIn(gained, active Buckets) {
 	m.attachMu.Lock()
 	defer m.attachMu.Unlock()
+	m.forgetStoppedLocked()
 	m.setActive(active)
 	for _, a := range m.informers {
 		a.activate(gained, active)

@@ -64,7 +64,13 @@ type source[T informer.Object] struct {
 	want      Buckets
 	gen       uint64 // bumped by setWant
 	listedGen uint64 // generation of the last complete list
-	watches   map[*shardWatch[T]]struct{}
+	// listWant and listGen are the buckets and generation the list under
+	// way started with: its later pages keep them, so that one list never
+	// mixes two bucket sets (and the server is asked for the selector its
+	// continue token was made with).
+	listWant Buckets
+	listGen  uint64
+	watches  map[*shardWatch[T]]struct{}
 }
 
 func newSource[T informer.Object](key Key, n int, ready <-chan struct{}) *source[T] {
@@ -104,14 +110,17 @@ func (s *source[T]) List(ctx context.Context, opts metav1.ListOptions) (*informe
 		return nil, fmt.Errorf("%w: waited %v: %s", ErrNotJoined, joinWait, s.why())
 	}
 	s.mu.Lock()
-	want, gen := s.want, s.gen
+	if opts.Continue == "" || s.listGen == 0 {
+		s.listWant, s.listGen = s.want, s.gen
+	}
+	want, gen := s.listWant, s.listGen
 	s.mu.Unlock()
 	if want.Empty() {
 		// Nothing to list: one object's worth, for the resource version.
 		opts.Limit, opts.Continue = 1, ""
 		page, err := s.inner.List(ctx, opts)
-		if err != nil {
-			return nil, err
+		if err != nil || page == nil {
+			return page, err // the Reflector reports a missing page
 		}
 		s.listed(gen, page.ResourceVersion)
 		return &informer.ListPage[T]{ListMeta: metav1.ListMeta{ResourceVersion: page.ResourceVersion}}, nil
@@ -122,8 +131,8 @@ func (s *source[T]) List(ctx context.Context, opts metav1.ListOptions) (*informe
 		opts.ShardSelector = selector
 	}
 	page, err := s.inner.List(ctx, opts)
-	if err != nil {
-		return nil, err
+	if err != nil || page == nil {
+		return page, err
 	}
 	if selector != "" {
 		if page.ShardInfo != nil {

@@ -1,0 +1,307 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/informertest"
+)
+
+// TestSecondRunLeavesInformerAttached: a second Run of a sharded Informer
+// returns ErrStarted and leaves the running one on its Member, which goes on
+// moving it (it used to detach it: the informer then kept every bucket it
+// had and two replicas handled the same objects).
+func TestSecondRunLeavesInformerAttached(t *testing.T) {
+	var objs []*corev1.ConfigMap
+	for i := range 100 {
+		objs = append(objs, configMap(i))
+	}
+	src := informertest.NewSource(objs...)
+	leases := fake.NewClientset()
+	l := newLog()
+	a := startReplica(t, leases, src, l, "a")
+	waitConverged(t, []*replica{a}, src)
+	if err := a.inf.Run(t.Context()); !errors.Is(err, informer.ErrStarted) {
+		t.Fatalf("second Run = %v, want ErrStarted", err)
+	}
+	b := startReplica(t, leases, src, l, "b")
+	waitConverged(t, []*replica{a, b}, src)
+}
+
+// TestMemberRunsOnce: a Member that joined and left is done: a second Run
+// says so (ErrRunning) rather than working, silently, from the Leases its
+// first Run last saw, which never showed a member that joined later.
+func TestMemberRunsOnce(t *testing.T) {
+	leases := fake.NewClientset()
+	m, err := NewMember(Options{
+		Leases: leases.CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a",
+		LeaseDuration: 2 * time.Second, RenewInterval: 200 * time.Millisecond, Buckets: 64,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	<-m.Ready()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Were it to run, it would return nil when this context ends.
+	again, cancelAgain := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancelAgain()
+	if err := m.Run(again); !errors.Is(err, ErrRunning) {
+		t.Errorf("Run after a Run that joined = %v, want ErrRunning", err)
+	}
+}
+
+// TestMemberRunRetriesJoin: a Run that could not join leaves the Member
+// able to try again.
+func TestMemberRunRetriesJoin(t *testing.T) {
+	leases := fake.NewClientset()
+	a := startReplica(t, leases, informertest.NewSource[*corev1.ConfigMap](), newLog(), "a")
+	<-a.member.Ready()
+	other, err := NewMember(Options{Leases: leases.CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a", LeaseDuration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := other.Run(t.Context()); !errors.Is(err, ErrIdentityInUse) {
+			t.Fatalf("Run = %v, want ErrIdentityInUse each time", err)
+		}
+	}
+}
+
+// blockingReleaser blocks in its first OnRelease until released, and
+// counts the calls it gets after removed is set.
+type blockingReleaser struct {
+	informertest.Recorder[*corev1.ConfigMap]
+	first        sync.Once
+	entered      chan struct{}
+	proceed      chan struct{}
+	removed      atomic.Bool
+	afterRemoval atomic.Int64
+}
+
+func (r *blockingReleaser) OnRelease(*corev1.ConfigMap) {
+	if r.removed.Load() {
+		r.afterRemoval.Add(1)
+	}
+	r.first.Do(func() { close(r.entered); <-r.proceed })
+}
+
+// TestNoReleaseAfterRemoveEventHandler: once RemoveEventHandler has
+// returned, a giving up under way calls the removed handler's OnRelease no
+// more but for the call in flight (it used to go on, once per object).
+func TestNoReleaseAfterRemoveEventHandler(t *testing.T) {
+	var objs []*corev1.ConfigMap
+	for i := range 100 {
+		objs = append(objs, configMap(i))
+	}
+	src := informertest.NewSource(objs...)
+	leases := fake.NewClientset()
+	a := startReplica(t, leases, src, newLog(), "a")
+	waitConverged(t, []*replica{a}, src)
+	h := &blockingReleaser{entered: make(chan struct{}), proceed: make(chan struct{})}
+	reg, err := a.inf.AddEventHandler(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := h.WaitFor(ctx, "100 adds", func(c []informertest.Call[*corev1.ConfigMap]) bool { return len(c) == 100 }); err != nil {
+		t.Fatal(err)
+	}
+	b := startReplica(t, leases, src, newLog(), "b") // a gives about half its buckets up
+	select {
+	case <-h.entered:
+	case <-ctx.Done():
+		t.Fatal("no OnRelease")
+	}
+	if err := a.inf.RemoveEventHandler(reg); err != nil {
+		t.Fatal(err)
+	}
+	h.removed.Store(true)
+	close(h.proceed)
+	waitConverged(t, []*replica{a, b}, src)
+	if n := h.afterRemoval.Load(); n > 0 {
+		t.Errorf("%d OnRelease calls after RemoveEventHandler returned", n)
+	}
+}
+
+// TestNoReleaseAfterFactoryRemove: the handlers of a sharded informer that
+// its factory removed hear nothing more, OnRelease included, and the Member
+// forgets the informer (it used to keep it and release to its handlers at
+// the next rebalance).
+func TestNoReleaseAfterFactoryRemove(t *testing.T) {
+	var objs []runtime.Object
+	for i := range 100 {
+		objs = append(objs, configMap(i))
+	}
+	f, err := informer.NewFactoryForClients(informer.FactoryClients{Kube: fake.NewClientset(objs...)}, informer.FactoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Shutdown()
+	leases := fake.NewClientset()
+	m, err := NewMember(Options{
+		Leases: leases.CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a",
+		LeaseDuration: 2 * time.Second, RenewInterval: 200 * time.Millisecond, Buckets: 64,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := For[*corev1.ConfigMap](f, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &blockingReleaser{entered: make(chan struct{}), proceed: make(chan struct{})}
+	close(h.proceed)
+	if _, err := inf.AddEventHandler(h); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	f.Start(ctx)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := h.WaitFor(wctx, "100 adds", func(c []informertest.Call[*corev1.ConfigMap]) bool { return len(c) == 100 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Remove(wctx, inf.Informer().Name()); err != nil {
+		t.Fatal(err)
+	}
+	h.removed.Store(true)
+	b := startReplica(t, leases, informertest.NewSource[*corev1.ConfigMap](), newLog(), "b")
+	<-b.member.Ready()
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Status().Owned.Len() == 64 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := h.afterRemoval.Load(); n > 0 {
+		t.Errorf("%d OnRelease calls after Factory.Remove returned (a owns %d buckets)", n, m.Status().Owned.Len())
+	}
+}
+
+// TestNilListPage: a List that returns neither a page nor an error is
+// passed on for the Reflector to report, not read (a panic in the
+// Reflector's goroutine, which ended the program).
+func TestNilListPage(t *testing.T) {
+	m, err := NewMember(Options{Leases: fake.NewClientset().CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a", LeaseDuration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := informer.ListWatchFuncs[*corev1.ConfigMap]{
+		ListFunc: func(context.Context, metav1.ListOptions) (*informer.ListPage[*corev1.ConfigMap], error) {
+			return nil, nil
+		},
+	}
+	inf, err := NewInformer[*corev1.ConfigMap](m, lw, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.readyOnce.Do(func() { close(m.ready) }) // as Member.Run does after its first step
+	for _, want := range []Buckets{newBuckets(64), allBuckets(64)} {
+		inf.src.setWant(want)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("List with %d buckets panicked: %v", want.Len(), p)
+				}
+			}()
+			_, _ = inf.src.List(t.Context(), metav1.ListOptions{})
+		}()
+	}
+}
+
+// pager serves src's list in pages of opts.Limit (continue = offset) and
+// calls beforeFirstPage while serving the first page.
+type pager struct {
+	src             *informertest.Source[*corev1.ConfigMap]
+	beforeFirstPage func()
+}
+
+func (p *pager) List(ctx context.Context, opts metav1.ListOptions) (*informer.ListPage[*corev1.ConfigMap], error) {
+	off := 0
+	if opts.Continue != "" {
+		fmt.Sscanf(opts.Continue, "%d", &off)
+	} else if p.beforeFirstPage != nil {
+		p.beforeFirstPage()
+		p.beforeFirstPage = nil
+	}
+	all, err := p.src.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	end := len(all.Items)
+	if opts.Limit > 0 && off+int(opts.Limit) < end {
+		end = off + int(opts.Limit)
+		all.Continue = fmt.Sprint(end)
+	}
+	all.Items = all.Items[off:end]
+	return all, nil
+}
+
+func (p *pager) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return p.src.Watch(ctx, opts)
+}
+
+// TestMoveDuringPagedList: a move (here a gain) between two pages of one
+// LIST. Every page of it is filtered with the buckets it started with, and
+// it is complete for their generation only, so the informer relists for
+// the new ones. (The pages used to be filtered with the buckets of the
+// moment and the list to count for the new generation: the gained buckets'
+// objects of the first page never reached the cache.)
+func TestMoveDuringPagedList(t *testing.T) {
+	var objs []*corev1.ConfigMap
+	for i := range 100 {
+		objs = append(objs, configMap(i))
+	}
+	src := informertest.NewSource(objs...)
+	m, err := NewMember(Options{Leases: fake.NewClientset().CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a", LeaseDuration: 2 * time.Second, Buckets: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := newBuckets(64)
+	for b := range 32 {
+		half = half.with(b)
+	}
+	all := allBuckets(64)
+	p := &pager{src: src}
+	inf, err := NewInformer[*corev1.ConfigMap](m, p, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{
+		Reflector: informer.ReflectorOptions{PageSize: 30},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf.setActive(half)                                               // as attach does
+	p.beforeFirstPage = func() { inf.activate(all.Minus(half), all) } // as Member.moveIn does
+	m.readyOnce.Do(func() { close(m.ready) })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(5 * time.Second)
+	for inf.Informer().GetIndexer().Len() != len(objs) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the informer owns all buckets but caches %d of %d objects after 5s (lists %d, watches %d)",
+				inf.Informer().GetIndexer().Len(), len(objs), src.Lists(), src.Watches())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
