@@ -359,7 +359,12 @@ func (s *SharedIndexInformer[T]) remove(r *Registration[T], drain bool) error {
 	defer s.mu.Unlock()
 	i := slices.Index(s.listeners, r.l)
 	if i < 0 {
-		return nil // removed before, or the informer stopped
+		// Removed before, or the informer stopped. A drain still under way
+		// (RemoveEventHandlerAndWait gave up waiting) ends now if asked.
+		if !drain {
+			r.l.stop(false)
+		}
+		return nil
 	}
 	s.listeners = slices.Delete(slices.Clone(s.listeners), i, i+1)
 	s.procMu.Lock()
@@ -484,7 +489,14 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 // started, removed ones still draining included. The caller holds mu.
 func (s *SharedIndexInformer[T]) startListenerLocked(l *listener[T]) {
 	s.runningListeners = append(s.runningListeners, l)
-	s.handlers.Go(func() { l.run(s.runCtx) })
+	s.handlers.Go(func() {
+		l.run(s.runCtx)
+		// Ended (removed, or stopped): Run need not stop it, and it must
+		// not be kept, or handlers added and removed would pile up.
+		s.mu.Lock()
+		s.runningListeners = slices.DeleteFunc(s.runningListeners, func(x *listener[T]) bool { return x == l })
+		s.mu.Unlock()
+	})
 }
 
 // markSynced records that the initial list is in the cache and was handed

@@ -75,7 +75,7 @@ func (r *Registration[T]) HasSynced() bool {
 func (r *Registration[T]) Synced() <-chan struct{} { return r.l.synced }
 
 // Pending returns the number of notifications waiting for the handler.
-func (r *Registration[T]) Pending() int { return int(r.l.depth.Load()) }
+func (r *Registration[T]) Pending() int { return r.l.pendingCount() }
 
 // Panics returns the number of calls of the handler that panicked.
 func (r *Registration[T]) Panics() int64 { return r.l.panics.Load() }
@@ -187,12 +187,21 @@ func (l *listener[T]) push(ns []notification[T]) {
 	if added != 0 && l.pendingSince.Load() == 0 {
 		l.pendingSince.Store(int64(time.Since(l.base)) + 1)
 	}
+	if added != 0 {
+		// Counted before the handler's goroutine can take them (take holds
+		// mu), and never after stop has cleared the count.
+		l.depth.Add(int64(added))
+	}
 	l.mu.Unlock()
 	if added != 0 {
-		l.depth.Add(int64(added))
 		l.kick()
 	}
 }
+
+// pendingCount is how many notifications wait or are being handled. The count
+// can dip below zero for an instant when stop clears it under a call in
+// progress; it reads as 0 then.
+func (l *listener[T]) pendingCount() int { return max(int(l.depth.Load()), 0) }
 
 // lag returns how long the oldest notification not yet delivered has
 // waited, at now; 0 if none.
@@ -201,7 +210,7 @@ func (l *listener[T]) lag(now time.Time) time.Duration {
 	if since == 0 {
 		since = l.pendingSince.Load()
 	}
-	if since == 0 || l.depth.Load() == 0 {
+	if since == 0 || l.depth.Load() <= 0 {
 		return 0
 	}
 	return max(now.Sub(l.base)-time.Duration(since-1), 0)
@@ -244,8 +253,15 @@ func (l *listener[T]) dropLocked() {
 func (l *listener[T]) run(ctx context.Context) {
 	defer close(l.done)
 	defer l.depth.Store(0)
+	// Run's context ending stops the handler, even before Run, which may
+	// wait for the informer's lock, gets to stop it.
+	done := ctx.Done()
 	for {
-		<-l.wake
+		select {
+		case <-l.wake:
+		case <-done:
+			return
+		}
 		for {
 			batch, stopping, drain := l.take()
 			if stopping && !drain {
@@ -260,6 +276,11 @@ func (l *listener[T]) run(ctx context.Context) {
 			for i := range batch.Len() {
 				if l.halted.Load() {
 					return // removed or stopped: drop the rest of the batch
+				}
+				select {
+				case <-done:
+					return
+				default:
 				}
 				l.call(ctx, batch.At(i))
 			}
@@ -293,6 +314,9 @@ func (l *listener[T]) take() (batch *deque.Deque[notification[T]], stopping, dra
 		l.pending.Clear()
 	}
 	if l.spare.Len() == 0 {
+		// Nothing waits (what did was merged away): the next push starts
+		// the wait afresh.
+		l.pendingSince.Store(0)
 		return nil, l.stopping, l.drain
 	}
 	if l.batchSince.Load() == 0 {

@@ -96,7 +96,7 @@ func (s *SharedIndexInformer[T]) Stats() Stats {
 	for _, l := range listeners {
 		st.Handlers = append(st.Handlers, HandlerStats{
 			Name:    l.name,
-			Pending: int(l.depth.Load()),
+			Pending: l.pendingCount(),
 			Lag:     l.lag(now),
 			Panics:  l.panics.Load(),
 			Synced:  isClosed(l.synced),
