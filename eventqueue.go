@@ -19,7 +19,10 @@ const (
 // event is one entry of an eventQueue.
 type event[T any] struct {
 	kind eventKind
-	key  string // evAdd, evUpdate, evDelete
+	// replayed marks an evAdd of the replay a watch from "" or "0" starts
+	// with: its resource version says nothing of what came before it.
+	replayed bool
+	key      string // evAdd, evUpdate, evDelete
 	obj  T      // evAdd, evUpdate, evDelete
 	list []T    // evReplace
 	keys []string
@@ -69,11 +72,14 @@ func (q *eventQueue[T]) Len() int {
 	return q.events.Len()
 }
 
-func (q *eventQueue[T]) Add(obj T) error    { return q.change(evAdd, obj) }
-func (q *eventQueue[T]) Update(obj T) error { return q.change(evUpdate, obj) }
-func (q *eventQueue[T]) Delete(obj T) error { return q.change(evDelete, obj) }
+func (q *eventQueue[T]) Add(obj T) error    { return q.change(evAdd, obj, false) }
+func (q *eventQueue[T]) Update(obj T) error { return q.change(evUpdate, obj, false) }
+func (q *eventQueue[T]) Delete(obj T) error { return q.change(evDelete, obj, false) }
 
-func (q *eventQueue[T]) change(kind eventKind, obj T) error {
+// addReplayed queues an add of a watch's replay (see replayAdder).
+func (q *eventQueue[T]) addReplayed(obj T) error { return q.change(evAdd, obj, true) }
+
+func (q *eventQueue[T]) change(kind eventKind, obj T, replayed bool) error {
 	key, err := keyOf(q.keyFunc, obj)
 	if err != nil {
 		return err
@@ -86,7 +92,7 @@ func (q *eventQueue[T]) change(kind eventKind, obj T) error {
 	if q.direct != nil && q.idle && q.synced && !q.inline && !q.closed && q.events.Len() == 0 {
 		q.inline = true
 		q.mu.Unlock()
-		q.direct(event[T]{kind: kind, key: key, obj: obj})
+		q.direct(event[T]{kind: kind, replayed: replayed, key: key, obj: obj})
 		q.mu.Lock()
 		q.inline = false
 		if q.events.Len() > 0 || q.closed {
@@ -95,7 +101,7 @@ func (q *eventQueue[T]) change(kind eventKind, obj T) error {
 		q.mu.Unlock()
 		return nil
 	}
-	q.pushLocked(event[T]{kind: kind, key: key, obj: obj})
+	q.pushLocked(event[T]{kind: kind, replayed: replayed, key: key, obj: obj})
 	q.mu.Unlock()
 	return nil
 }

@@ -64,7 +64,7 @@ func (s *SharedIndexInformer[T]) directApplier(ctx context.Context) func(e event
 		}
 		s.procMu.Lock()
 		notes = s.applyEvent(ctx, &e, false, notes[:0])
-		if rv := e.obj.GetResourceVersion(); rv != "" {
+		if rv := e.obj.GetResourceVersion(); rv != "" && !e.replayed {
 			s.applied.advance(rv)
 		}
 		s.distributeLocked(notes)
@@ -78,13 +78,13 @@ func (s *SharedIndexInformer[T]) directApplier(ctx context.Context) func(e event
 
 // lastVersion returns the resource version of the last event of batch that
 // carries one: the server's changes are applied in order, so the cache then
-// holds every change up to it.
+// holds every change up to it. A watch's replay carries none that counts.
 func lastVersion[T Object](batch []event[T]) string {
 	for i := len(batch) - 1; i >= 0; i-- {
 		e := &batch[i]
 		switch e.kind {
 		case evAdd, evUpdate, evDelete:
-			if rv := e.obj.GetResourceVersion(); rv != "" {
+			if rv := e.obj.GetResourceVersion(); rv != "" && !e.replayed {
 				return rv
 			}
 		case evReplace, evBookmark:

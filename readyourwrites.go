@@ -33,7 +33,9 @@ type appliedVersion struct {
 }
 
 // advance records that the cache has applied every change up to rv. A
-// version older than the recorded one, or empty, changes nothing.
+// version older than the recorded one, or empty, changes nothing; nor does
+// one that cannot be compared with it (only fakes send such), which would
+// hide what was applied: waits for versions up to the recorded one return.
 func (a *appliedVersion) advance(rv string) {
 	if rv == "" {
 		return
@@ -41,12 +43,23 @@ func (a *appliedVersion) advance(rv string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.rv != "" {
-		if c, err := resourceversion.CompareResourceVersion(rv, a.rv); err == nil && c <= 0 {
-			return
+		c, err := resourceversion.CompareResourceVersion(rv, a.rv)
+		switch {
+		case err == nil && c <= 0:
+			return // not newer
+		case err != nil && comparableVersion(a.rv):
+			return // rv cannot be compared: keep the version that can
 		}
 	}
 	a.rv = rv
 	a.wakeLocked()
+}
+
+// comparableVersion reports whether rv is a resource version in the form the API
+// server's can be compared in.
+func comparableVersion(rv string) bool {
+	_, err := resourceversion.CompareResourceVersion(rv, rv)
+	return err == nil
 }
 
 func (a *appliedVersion) stop() {

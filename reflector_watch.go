@@ -111,6 +111,13 @@ type eventPuller interface {
 	NextEvent() (watch.Event, bool)
 }
 
+// replayAdder is a store that wants to know which adds are a watch's
+// replay (the informer's event queue): their resource versions, in no
+// particular order, must not count as the version its cache has reached.
+type replayAdder[T any] interface {
+	addReplayed(obj T) error
+}
+
 // watchState is what handleWatch tracks while it applies a watch's events.
 type watchState struct {
 	rv         string // resource version reached, not yet published
@@ -250,7 +257,13 @@ func (r *Reflector[T]) applyEvent(ctx context.Context, ev watch.Event, st *watch
 	objRV := obj.GetResourceVersion()
 	switch ev.Type {
 	case watch.Added:
-		err = r.store.Add(obj)
+		if st.pastAdded {
+			err = r.store.Add(obj)
+		} else if ra, ok := r.store.(replayAdder[T]); ok {
+			err = ra.addReplayed(obj)
+		} else {
+			err = r.store.Add(obj)
+		}
 	case watch.Modified:
 		st.pastAdded = true
 		err = r.store.Update(obj)
