@@ -23,10 +23,10 @@ type event[T any] struct {
 	// with: its resource version says nothing of what came before it.
 	replayed bool
 	key      string // evAdd, evUpdate, evDelete
-	obj  T      // evAdd, evUpdate, evDelete
-	list []T    // evReplace
-	keys []string
-	rv   string // evReplace, evBookmark
+	obj      T      // evAdd, evUpdate, evDelete
+	list     []T    // evReplace
+	keys     []string
+	rv       string // evReplace, evBookmark
 }
 
 // eventQueue is the informer's default queue. Unlike a DeltaFIFO it does not
