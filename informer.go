@@ -250,7 +250,7 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h ResourceEventHandler[T], opts
 	s.scheduleResync(l, o.ResyncPeriod)
 	if !s.started {
 		s.listeners = append(slices.Clip(s.listeners), l)
-		return &Registration[T]{l}, nil
+		return &Registration[T]{l: l, inf: s}, nil
 	}
 	s.procMu.Lock()
 	replay := s.indexer.snapshot()
@@ -265,7 +265,7 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h ResourceEventHandler[T], opts
 	}
 	s.startListenerLocked(l)
 	l.kick()
-	return &Registration[T]{l}, nil
+	return &Registration[T]{l: l, inf: s}, nil
 }
 
 // scheduleResync sets the resync period of l as client-go does: at least a
@@ -354,6 +354,9 @@ func (s *SharedIndexInformer[T]) RemoveEventHandlerAndWait(ctx context.Context, 
 func (s *SharedIndexInformer[T]) remove(r *Registration[T], drain bool) error {
 	if r == nil {
 		return errors.New("informer: nil Registration")
+	}
+	if r.inf != s {
+		return nil // another informer's: nothing to remove, as in client-go
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

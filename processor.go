@@ -57,7 +57,8 @@ type HandlerOptions struct {
 
 // Registration is a handler added to an informer.
 type Registration[T Object] struct {
-	l *listener[T]
+	l   *listener[T]
+	inf *SharedIndexInformer[T] // the informer it was made by
 }
 
 // HasSynced reports whether the informer has synced and this handler has

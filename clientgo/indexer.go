@@ -24,10 +24,14 @@ var ErrWrongType = fmt.Errorf("clientgo: object of the wrong type")
 // Reads go straight to x; objects come out as interface{} holding a T, and
 // are shared with x: never mutate them. Writes convert their argument to T
 // and fail with ErrWrongType otherwise; do not write to an informer's
-// cache, which the informer owns. Index functions convert in both
-// directions (GetIndexers, AddIndexers). LastStoreSyncResourceVersion
-// returns the resource version of the last Replace, and Bookmark records
-// one; Resync does nothing.
+// cache, which the informer owns. As with client-go's key functions, Get
+// and Delete also take a cache.ExplicitKey, or a
+// cache.DeletedFinalStateUnknown without its object, for the key alone.
+// Index functions convert in both directions (GetIndexers, AddIndexers).
+// LastStoreSyncResourceVersion returns, as client-go's store does, the
+// resource version of the last write: the object's for Add, Update and
+// Delete (none for a Delete by key alone), the given one for Replace and
+// Bookmark. Resync does nothing.
 func Indexer[T informer.Object](x *informer.Indexer[T]) cache.Indexer {
 	return &indexer[T]{x: x}
 }
@@ -56,6 +60,21 @@ func typed[T informer.Object](obj any) (T, error) {
 	return t, nil
 }
 
+// keyOnly returns the key of obj when it names an object by its key alone,
+// as client-go's key functions take it: a cache.ExplicitKey, or a
+// tombstone without its object.
+func keyOnly(obj any) (string, bool) {
+	switch o := obj.(type) {
+	case cache.ExplicitKey:
+		return string(o), true
+	case cache.DeletedFinalStateUnknown:
+		if o.Obj == nil {
+			return o.Key, true
+		}
+	}
+	return "", false
+}
+
 func untyped[T any](objs []T) []any {
 	out := make([]any, len(objs))
 	for i, o := range objs {
@@ -69,7 +88,11 @@ func (a *indexer[T]) Add(obj any) error {
 	if err != nil {
 		return err
 	}
-	return a.x.Add(t)
+	if err := a.x.Add(t); err != nil {
+		return err
+	}
+	a.Bookmark(t.GetResourceVersion())
+	return nil
 }
 
 func (a *indexer[T]) Update(obj any) error {
@@ -77,15 +100,29 @@ func (a *indexer[T]) Update(obj any) error {
 	if err != nil {
 		return err
 	}
-	return a.x.Update(t)
+	if err := a.x.Update(t); err != nil {
+		return err
+	}
+	a.Bookmark(t.GetResourceVersion())
+	return nil
 }
 
 func (a *indexer[T]) Delete(obj any) error {
+	if key, ok := keyOnly(obj); ok {
+		if item, found := a.x.GetByKey(key); found {
+			return a.x.Delete(item)
+		}
+		return nil
+	}
 	t, err := typed[T](obj)
 	if err != nil {
 		return err
 	}
-	return a.x.Delete(t)
+	if err := a.x.Delete(t); err != nil {
+		return err
+	}
+	a.Bookmark(t.GetResourceVersion())
+	return nil
 }
 
 func (a *indexer[T]) List() []any { return untyped(a.x.List()) }
@@ -108,6 +145,9 @@ func (a *indexer[T]) Bookmark(rv string) {
 }
 
 func (a *indexer[T]) Get(obj any) (any, bool, error) {
+	if key, ok := keyOnly(obj); ok {
+		return a.GetByKey(key)
+	}
 	t, err := typed[T](obj)
 	if err != nil {
 		return nil, false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,13 +59,23 @@ var ErrForeignRegistration = errors.New("clientgo: registration not made by this
 //     has none to log); a second Run logs a warning and returns, as
 //     client-go's does.
 func SharedIndexInformer[T informer.Object](inf *informer.SharedIndexInformer[T]) cache.SharedIndexInformer {
-	var zero T
-	stand := cache.NewReflectorWithOptions(noLW{}, zero, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: inf.Name()})
+	stand := cache.NewReflectorWithOptions(noLW{}, expectedType[T](), cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: inf.Name()})
 	x := &indexer[T]{x: inf.GetIndexer(), applied: func() string {
 		rv, _ := inf.AppliedResourceVersion()
 		return rv
 	}}
 	return &sharedIndexInformer[T]{inf: inf, indexer: x, reflector: stand}
+}
+
+// expectedType is an empty T for the stand-in Reflector, which reads its
+// type: a new value rather than a nil pointer, which client-go calls
+// methods on (an *unstructured.Unstructured's GroupVersionKind).
+func expectedType[T informer.Object]() any {
+	var zero T
+	if t := reflect.TypeFor[T](); t.Kind() == reflect.Pointer {
+		return reflect.New(t.Elem()).Interface()
+	}
+	return zero
 }
 
 type sharedIndexInformer[T informer.Object] struct {
@@ -77,7 +88,8 @@ var _ cache.SharedIndexInformer = (*sharedIndexInformer[informer.Object])(nil)
 
 // registration is a client-go registration of one of our handlers.
 type registration[T informer.Object] struct {
-	r *informer.Registration[T]
+	r   *informer.Registration[T]
+	inf *informer.SharedIndexInformer[T] // the informer it was made on
 }
 
 func (r registration[T]) HasSynced() bool { return r.r.HasSynced() }
@@ -135,13 +147,16 @@ func (a *sharedIndexInformer[T]) add(h cache.ResourceEventHandler, resync *time.
 	if err != nil {
 		return nil, err
 	}
-	return registration[T]{r}, nil
+	return registration[T]{r: r, inf: a.inf}, nil
 }
 
 func (a *sharedIndexInformer[T]) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
 	r, ok := handle.(registration[T])
 	if !ok {
 		return fmt.Errorf("%w: %T", ErrForeignRegistration, handle)
+	}
+	if r.inf != a.inf {
+		return fmt.Errorf("%w: one of informer %s", ErrForeignRegistration, r.inf.Name())
 	}
 	return a.inf.RemoveEventHandler(r.r)
 }
