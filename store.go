@@ -374,30 +374,40 @@ func samePointer[T any](a, b T) bool {
 // patch makes the Store hold list, whose keys are keys, in place: the
 // objects that are the very same pointers stay as they are, with their
 // index entries; the others are stored or replaced, and the objects not
-// in list deleted. It holds mu throughout, so readers see the old contents
-// or the new, and allocates only for what changed. Index errors are as for
-// a lenient replace.
+// in list deleted. The index functions and labels of the changed objects
+// run first, without mu, since they may read the Store; then patch holds
+// mu throughout, so readers see the old contents or the new. It allocates
+// only for what changed. Index errors are as for a lenient replace. The
+// caller holds writeMu, so that the contents cannot change meanwhile.
 func (s *Store[T]) patch(list []T, keys []string) error {
 	s.gen++
 	gen := s.gen
-	defer func() { clear(s.scratch) }()
+	type change struct {
+		i    int
+		vals [][]string
+		lbls map[string]string
+	}
+	var changes []change
 	var firstErr error
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	idx := s.idx.Load()
 	for i, obj := range list {
 		if sl, ok := s.items[keys[i]]; ok && samePointer(sl.obj, obj) {
-			sl.mark = gen
+			sl.mark = gen // only writers read marks
 			continue
 		}
-		vals, err := s.idx.Load().values(obj, s.scratch[:0], true)
-		s.scratch = vals
+		vals, err := idx.values(obj, nil, true)
 		firstErr = cmp.Or(firstErr, err)
-		var lbls map[string]string
+		c := change{i: i, vals: vals}
 		if s.labelsOf != nil {
-			lbls = s.labelsOf(obj)
+			c.lbls = s.labelsOf(obj)
 		}
-		s.putLocked(keys[i], obj, vals, lbls)
-		s.items[keys[i]].mark = gen
+		changes = append(changes, c)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range changes {
+		s.putLocked(keys[c.i], list[c.i], c.vals, c.lbls)
+		s.items[keys[c.i]].mark = gen
 	}
 	for key, sl := range s.items {
 		if sl.mark != gen {
