@@ -78,8 +78,9 @@ type ForOptions[T Object] struct {
 	// WrapListWatch, if set, wraps the ListerWatcher the factory makes for
 	// the informer, so that a package such as shard can narrow or watch
 	// what it lists (see shard.For). It is called once, when the informer
-	// is made. On a later call, nil takes the informer's; any other value
-	// must be the very same function value (as for Transform).
+	// is made, with the factory's lock held: it must not call the factory.
+	// On a later call, nil takes the informer's; any other value must be
+	// the very same function value (as for Transform).
 	WrapListWatch func(ListerWatcher[T]) ListerWatcher[T]
 }
 
@@ -161,7 +162,7 @@ func ForContext[T Object](ctx context.Context, f *Factory, opts ...ForOptions[T]
 	if err != nil {
 		return nil, err
 	}
-	return registerHeld(f, s, typ, mapping, wrapListWatch(lw, o), o, holder)
+	return registerHeld(f, s, typ, mapping, lw, o, holder)
 }
 
 // existingFor returns the informer the factory already has for the Go type
@@ -301,7 +302,7 @@ func forResource[T Object](f *Factory, gvr schema.GroupVersionResource, flavor s
 	if err != nil {
 		return nil, err
 	}
-	return register(f, s, nil, gvr, wrapListWatch(lw, o), o)
+	return register(f, s, nil, gvr, lw, o)
 }
 
 // wrapListWatch returns lw wrapped by o.WrapListWatch, if set.
@@ -364,7 +365,9 @@ func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.G
 	}
 	s.transform = o.Transform
 	s.wrap = o.WrapListWatch
-	inf, err := NewSharedIndexInformer(lw, SharedIndexInformerOptions[T]{
+	// Wrapped here, under the lock, once the informer is sure to be made:
+	// never twice for one informer, nor for a call that joins another's.
+	inf, err := NewSharedIndexInformer(wrapListWatch(lw, o), SharedIndexInformerOptions[T]{
 		Name:                s.name,
 		Resource:            gvr.GroupResource(),
 		Indexers:            o.Indexers,

@@ -375,3 +375,19 @@ func TestFactoryWrapListWatch(t *testing.T) {
 		t.Errorf("WrapListWatch called %d times, want once", n)
 	}
 }
+
+// TestFactoryLabelSelectorDoubleEquals: "==" and "=" are one operator, so
+// the spellings share the informer (they used to conflict).
+func TestFactoryLabelSelectorDoubleEquals(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	f := newTestFactory(t, srv, FactoryOptions{})
+	a, err := For(f, ForOptions[*corev1.Pod]{LabelSelector: "app=web,tier!=db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sel := range []string{"app==web,tier!=db", "tier!=db, app == web"} {
+		if b, err := For(f, ForOptions[*corev1.Pod]{LabelSelector: sel}); err != nil || b != a {
+			t.Errorf("For(LabelSelector %q) = %v (shared: %v), want the informer of \"app=web,tier!=db\"", sel, err, b == a)
+		}
+	}
+}

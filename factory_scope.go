@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 )
 
 // scope is where one ListerWatcher of a factory's informer lists and
@@ -102,7 +103,20 @@ func normalizeSelectors(labelSelector, fieldSelector string) (string, string, er
 		if err != nil {
 			return "", "", fmt.Errorf("%w: LabelSelector: %w", ErrInvalidOptions, err)
 		}
-		labelSelector = sel.String()
+		// Parse keeps "==" apart from "=", which means the same.
+		reqs, _ := sel.Requirements()
+		canon := labels.NewSelector()
+		for _, r := range reqs {
+			if r.Operator() == selection.DoubleEquals {
+				eq, err := labels.NewRequirement(r.Key(), selection.Equals, r.ValuesUnsorted())
+				if err != nil {
+					return "", "", fmt.Errorf("%w: LabelSelector: %w", ErrInvalidOptions, err)
+				}
+				r = *eq
+			}
+			canon = canon.Add(r)
+		}
+		labelSelector = canon.String()
 	}
 	if fieldSelector != "" {
 		sel, err := fields.ParseSelector(fieldSelector)
