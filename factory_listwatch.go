@@ -2,10 +2,12 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,15 +93,22 @@ func (lw *restListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (
 		lw.tweak(&opts)
 	}
 	list := lw.newList()
-	err := lw.client.Get().
+	res := lw.client.Get().
 		NamespaceIfScoped(lw.namespace, lw.namespace != "").
 		Resource(lw.resource).
 		VersionedParams(&opts, metav1.ParameterCodec).
 		Timeout(timeoutOf(opts)).
-		Do(ctx).
-		Into(list)
-	if err != nil {
-		return nil, err
+		Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err // the request's: transport, status
+	}
+	if err := res.Into(list); err != nil {
+		if errors.As(err, new(apierrors.APIStatus)) {
+			return nil, err // a Status object in a successful response
+		}
+		// The server answered, and its body cannot be read as the list:
+		// retrying will not mend it.
+		return nil, fmt.Errorf("%w: %s: %w", errUndecodable, lw.resource, err)
 	}
 	return pageOf(list, lw.items), nil
 }

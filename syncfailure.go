@@ -111,12 +111,18 @@ func isSyncFailure(err error) bool {
 	return isDecodeError(err)
 }
 
+// errUndecodable wraps the error of a successful response whose body
+// client-go's codecs could not decode (malformed, or of a content type
+// they do not know), whatever text the codec's error has.
+var errUndecodable = errors.New("informer: the response cannot be decoded")
+
 // isDecodeError reports an error of decoding a response: package wire's,
-// the scheme's, JSON's, or an object of the wrong type.
+// the scheme's, JSON's, client-go's codecs', or an object of the wrong
+// type.
 func isDecodeError(err error) bool {
 	var syntax *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
-	return errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrTruncated) ||
+	return errors.Is(err, errUndecodable) || errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrTruncated) ||
 		errors.Is(err, ErrUnexpectedObject) ||
 		runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) || runtime.IsMissingVersion(err) ||
 		errors.As(err, &syntax) || errors.As(err, &typeErr)
