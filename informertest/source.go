@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -71,7 +72,9 @@ func NewSource[T informer.Object](objs ...T) *Source[T] {
 func (s *Source[T]) Add(obj T) (T, error) { return s.change(watch.Added, obj) }
 
 // Update replaces the object with obj's key by a copy of obj and returns it.
-// It fails if there is none.
+// It fails if there is none. Like the API server, it changes nothing for an
+// object equal to the stored one but for its resource version: no new
+// version, no event; it returns the stored object.
 func (s *Source[T]) Update(obj T) (T, error) { return s.change(watch.Modified, obj) }
 
 // Delete deletes the object with obj's key and returns its final state: the
@@ -101,6 +104,12 @@ func (s *Source[T]) change(t watch.EventType, obj T) (T, error) {
 		obj = stored
 	}
 	obj = obj.DeepCopyObject().(T)
+	if t == watch.Modified {
+		obj.SetResourceVersion(stored.GetResourceVersion())
+		if equality.Semantic.DeepEqual(obj, stored) {
+			return stored, nil // a no-op update, which the server does not write
+		}
+	}
 	s.rv++
 	obj.SetResourceVersion(strconv.Itoa(s.rv))
 	if t == watch.Deleted {
@@ -295,7 +304,10 @@ func (s *Source[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 		return nil, ctx.Err()
 	}
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	from := s.rv // a watch from "" or "0" starts now
+	// A watch from "" or "0" starts now, with an ADDED event for every
+	// object there is, as the API server's.
+	from := s.rv
+	replay := !initial && (opts.ResourceVersion == "" || opts.ResourceVersion == "0")
 	if !initial && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		var err error
 		if from, err = strconv.Atoi(opts.ResourceVersion); err != nil {
@@ -306,11 +318,13 @@ func (s *Source[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 		}
 	}
 	w := newSourceWatch(ctx, ls, fs, opts.AllowWatchBookmarks)
-	if initial {
+	if initial || replay {
 		for _, obj := range s.sortedLocked(ls, fs) {
 			w.send(watch.Event{Type: watch.Added, Object: obj})
 		}
-		w.sendBookmark(watch.Event{Type: watch.Bookmark, Object: s.bookmarkLocked(true)})
+		if initial {
+			w.sendBookmark(watch.Event{Type: watch.Bookmark, Object: s.bookmarkLocked(true)})
+		}
 	} else {
 		// The history up to from tells which objects the watcher's
 		// selectors saw at from; the rest is sent.
@@ -328,6 +342,9 @@ func (s *Source[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 		defer s.mu.Unlock()
 		delete(s.watchers, w)
 	}
+	// A watch whose context ends is forgotten too, not sent to for ever.
+	unregister := context.AfterFunc(ctx, w.Stop)
+	w.unregister.Store(&unregister)
 	return w, nil
 }
 

@@ -197,8 +197,10 @@ func TestSourceSelectorTransitions(t *testing.T) {
 		}
 		got = append(got, s)
 	}
-	// Leaving the selection, a is deleted with its last selected state (rv 1).
-	want := []string{"ADDED a rv=1", "BOOKMARK true", "DELETED a rv=1", "ADDED b rv=4", "MODIFIED b rv=5"}
+	// Leaving the selection, a is deleted with its last selected state (its
+	// labels at rv 1), stamped with the version of the change (rv 3), as the
+	// API server does.
+	want := []string{"ADDED a rv=1", "BOOKMARK true", "DELETED a rv=3", "ADDED b rv=4", "MODIFIED b rv=5"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

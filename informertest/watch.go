@@ -2,7 +2,10 @@ package informertest
 
 import (
 	"context"
+	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,8 +20,9 @@ import (
 //
 // With selectors, it sends what the API server sends: a change that makes
 // an object match is an ADDED event, one that makes it stop matching a
-// DELETED event carrying the last state that matched (checked against
-// kube-apiserver v1.37 by e2e/informers TestInformertestSourceMatchesServer).
+// DELETED event carrying the last state that matched, stamped with the
+// change's resource version (checked against kube-apiserver v1.37 by
+// e2e/informers TestInformertestSourceMatchesServer).
 type sourceWatch struct {
 	ls        labels.Selector
 	fs        fields.Selector
@@ -26,6 +30,9 @@ type sourceWatch struct {
 	visible   map[string]runtime.Object // the last state the watcher was sent of each object it knows; guarded by the Source's lock
 	q         *watchqueue.Watch
 	onStop    func() // set by the Source under its lock; removes the watch from it
+	// unregister undoes the Source's context.AfterFunc that stops the
+	// watch when its context ends.
+	unregister atomic.Pointer[func() bool]
 }
 
 func newSourceWatch(ctx context.Context, ls labels.Selector, fs fields.Selector, bookmarks bool) *sourceWatch {
@@ -72,8 +79,12 @@ func (w *sourceWatch) filter(ev watch.Event) (watch.Event, bool) {
 		return watch.Event{Type: watch.Added, Object: ev.Object}, true
 	case was && ev.Type == watch.Deleted:
 		return ev, true
-	case was: // no longer selected
-		return watch.Event{Type: watch.Deleted, Object: last}, true
+	case was: // no longer selected: the last state seen, at this version
+		gone := last.DeepCopyObject()
+		if m, err := meta.Accessor(gone); err == nil {
+			m.SetResourceVersion(obj.(metav1.Object).GetResourceVersion())
+		}
+		return watch.Event{Type: watch.Deleted, Object: gone}, true
 	}
 	return ev, false
 }
@@ -87,6 +98,9 @@ func (w *sourceWatch) Stop() {
 	w.stop()
 	if w.onStop != nil {
 		w.onStop()
+	}
+	if f := w.unregister.Load(); f != nil {
+		(*f)()
 	}
 }
 

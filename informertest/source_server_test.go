@@ -1,0 +1,97 @@
+package informertest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// TestWatchFromZeroSendsCurrentState: a watch from "" or "0" starts with
+// an ADDED event for every object there is, as the API server's does (it
+// used to start with nothing).
+func TestWatchFromZeroSendsCurrentState(t *testing.T) {
+	src := NewSource(pod("default", "a", nil), pod("default", "b", map[string]string{"app": "web"}))
+	for _, rv := range []string{"", "0"} {
+		w, err := src.Watch(context.Background(), metav1.ListOptions{ResourceVersion: rv, LabelSelector: "app=web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t)(src.Update(pod("default", "b", map[string]string{"app": "web", "v": rv + "x"})))
+		var got []string
+		for range 2 {
+			select {
+			case ev := <-w.ResultChan():
+				got = append(got, string(ev.Type)+" "+ev.Object.(*corev1.Pod).Name)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Watch(resourceVersion=%q): 10s without an event after %q", rv, got)
+			}
+		}
+		w.Stop()
+		if want := []string{"ADDED b", "MODIFIED b"}; got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("Watch(resourceVersion=%q): events %q, want %q", rv, got, want)
+		}
+	}
+}
+
+// TestNoOpUpdate: an update that changes nothing but the resource version
+// is not a change, as on the API server: no new version, no event (it used
+// to be both).
+func TestNoOpUpdate(t *testing.T) {
+	src := NewSource(pod("default", "a", map[string]string{"app": "web"}))
+	before := src.ResourceVersion()
+	w, err := src.Watch(context.Background(), metav1.ListOptions{ResourceVersion: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	same := src.Objects()[0].DeepCopy()
+	same.ResourceVersion = "" // as a client that does not send it
+	if got := must(t)(src.Update(same)); got.ResourceVersion != before || src.ResourceVersion() != before {
+		t.Errorf("no-op Update: resource version %s -> %s (source %s), want unchanged", before, got.ResourceVersion, src.ResourceVersion())
+	}
+	changed := must(t)(src.Update(pod("default", "a", map[string]string{"app": "db"})))
+	n, _ := strconv.Atoi(before)
+	if changed.ResourceVersion != strconv.Itoa(n+1) {
+		t.Errorf("the first real update has resource version %s, want %d", changed.ResourceVersion, n+1)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != changed.ResourceVersion {
+			t.Errorf("first event %s rv=%s, want the real update's MODIFIED rv=%s", ev.Type, ev.Object.(*corev1.Pod).ResourceVersion, changed.ResourceVersion)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event for the real update")
+	}
+}
+
+// TestWatchEndedByContextIsForgotten: a watch whose context ended is no
+// longer sent to (it used to stay registered, its queue growing with every
+// later change).
+func TestWatchEndedByContextIsForgotten(t *testing.T) {
+	src := NewSource(pod("default", "a", nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: src.ResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	for range w.ResultChan() {
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		src.mu.Lock()
+		n := len(src.watchers)
+		src.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after the watch's context ended, the Source still sends to %d watcher(s)", n)
+		}
+	}
+	w.Stop() // a Stop after the end is harmless
+}
