@@ -270,6 +270,9 @@ func validateFactoryOptions(opts *FactoryOptions) error {
 	if opts.Informer.Queue > QueueDeltaFIFO {
 		return fmt.Errorf("%w: unknown QueueMode %d", ErrInvalidOptions, opts.Informer.Queue)
 	}
+	if opts.Decoding != DecodeWire && opts.Decoding != DecodeClientGo {
+		return fmt.Errorf("%w: unknown DecodingMode %d", ErrInvalidOptions, opts.Decoding)
+	}
 	if opts.Informer.Reflector.ResyncPeriod != 0 || opts.Informer.Reflector.ShouldResync != nil {
 		return fmt.Errorf("%w: set resync with DefaultResync, ForOptions or HandlerOptions, not in Informer.Reflector", ErrInvalidOptions)
 	}

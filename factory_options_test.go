@@ -391,3 +391,18 @@ func TestFactoryLabelSelectorDoubleEquals(t *testing.T) {
 		}
 	}
 }
+
+// TestFactoryUnknownModes: a QueueMode or DecodingMode the factory does
+// not know is an error (an unknown DecodingMode used to be taken as
+// DecodeClientGo).
+func TestFactoryUnknownModes(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	for _, opts := range []FactoryOptions{
+		{Decoding: DecodingMode(7)},
+		{Informer: InformerOptions{Queue: QueueMode(7)}},
+	} {
+		if _, err := NewFactory(srv.Config(), opts); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("NewFactory(%+v) = %v, want ErrInvalidOptions", opts, err)
+		}
+	}
+}
