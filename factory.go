@@ -136,8 +136,9 @@ type InformerOptions struct {
 	HandlerPanic func(ctx context.Context, handler string, recovered any)
 	// Metrics, if set, is called once per informer the factory makes,
 	// with its name, for the informer's Metrics (see
-	// SharedIndexInformerOptions.Metrics); it may return nil. Default:
-	// none. Counters and gauges are in each informer's Stats.
+	// SharedIndexInformerOptions.Metrics); it may return nil. It is
+	// called with the factory's lock held: it must not call the factory.
+	// Default: none. Counters and gauges are in each informer's Stats.
 	Metrics func(name string) Metrics
 	// NoLabelIndex leaves the label index out of every informer the
 	// factory makes (see SharedIndexInformerOptions.NoLabelIndex): their

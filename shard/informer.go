@@ -27,7 +27,9 @@ import (
 // member that leaves (its Run's context ended) gives every bucket up
 // without OnRelease calls, as does an informer that has stopped; a handler
 // removed gets none after RemoveEventHandler returns but the call in
-// flight.
+// flight. While buckets move, the Member waits for handler calls in
+// flight: a handler must not make informers on its own Member (For,
+// NewInformer), which wait for the move.
 type Releaser[T informer.Object] interface {
 	OnRelease(obj T)
 }
