@@ -381,9 +381,11 @@ func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 	}
 	k := reflect.New(o.typ.Key()).Elem()
 	v := reflect.New(o.typ.Elem()).Elem()
-	if o.elem.kind == opScalar && o.elem.sk == reflect.Slice || o.elem.kind == opUnmarshal {
+	empty := o.elem.kind == opScalar && o.elem.sk == reflect.Slice || o.elem.kind == opUnmarshal
+	if empty {
 		emptyIfNil(v) // a missing bytes or list value is empty, not nil
 	}
+	sawValue := false
 	for i := 0; i < len(b); {
 		num, typ, next, err := tag(b, i)
 		if err != nil {
@@ -393,6 +395,15 @@ func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 		case 1:
 			i, err = s.value(b, next, typ, k.Addr().UnsafePointer(), o.key)
 		case 2:
+			if sawValue {
+				// The value again: it replaces the first, as for the
+				// generated decoders, which start each from zero.
+				v.SetZero()
+				if empty {
+					emptyIfNil(v)
+				}
+			}
+			sawValue = true
 			i, err = s.value(b, next, typ, v.Addr().UnsafePointer(), o.elem)
 		default:
 			i, err = skip(b, next, typ)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -47,7 +48,8 @@ func ListItemsFrom(r *bufio.Reader, each func(item []byte) error) (metav1.ListMe
 		if sawList {
 			return lm, fmt.Errorf("%w: two lists in the envelope", ErrMalformed)
 		}
-		n, err := s.length()
+		// The list is read an item at a time: only each item is bounded.
+		n, err := s.lengthUpTo(math.MaxInt64)
 		if err != nil {
 			return lm, err
 		}
@@ -112,14 +114,19 @@ func (s *stream) tag() (int32, int, error) {
 	return int32(num), typ, nil
 }
 
-// length reads the length of a length-delimited value.
-func (s *stream) length() (int64, error) {
+// length reads the length of a length-delimited value read or skipped
+// whole: at most MaxItem.
+func (s *stream) length() (int64, error) { return s.lengthUpTo(MaxItem) }
+
+// lengthUpTo reads the length of a length-delimited value of at most limit
+// bytes.
+func (s *stream) lengthUpTo(limit uint64) (int64, error) {
 	n, err := s.uvarint()
 	if err != nil {
 		return 0, unexpected(err)
 	}
-	if n > MaxItem {
-		return 0, fmt.Errorf("%w: value of %d bytes, more than %d", ErrMalformed, n, MaxItem)
+	if n > limit {
+		return 0, fmt.Errorf("%w: value of %d bytes, more than %d", ErrMalformed, n, limit)
 	}
 	return int64(n), nil
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,6 +239,11 @@ func (d *eventDecoder[PP]) decodeJSON() (watch.EventType, runtime.Object, error)
 			return "", nil, &DecodeError{Err: fmt.Errorf("%w: status: %w", ErrMalformed, err)}
 		}
 		return watch.Error, st, nil
+	}
+	if o := bytes.TrimSpace(ev.Object); len(o) == 0 || string(o) == "null" {
+		// Decoding it would give an empty object, which a cache would
+		// store under an empty key.
+		return "", nil, &DecodeError{Err: fmt.Errorf("%w: watch event %s without an object", ErrMalformed, ev.Type)}
 	}
 	p, err := d.s.dec.JSON(ev.Object)
 	if err != nil {

@@ -1,0 +1,123 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// checkGenerated decodes b with the generated Unmarshal of T and with a
+// Decoder of *T, and compares them.
+func checkGenerated[T any, PT interface {
+	*T
+	Unmarshal([]byte) error
+}](t *testing.T, b []byte) {
+	t.Helper()
+	want := PT(new(T))
+	if err := want.Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDecoder[PT, PT](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Protobuf(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("differs from the generated decoder (-want +got):\n%s", diff)
+	}
+}
+
+// TestMapEntryValueTwice: a map entry whose value field comes twice takes
+// the second, as the generated decoders do (ours merged the two: a list
+// value appended, a message value merged fields).
+func TestMapEntryValueTwice(t *testing.T) {
+	// SubjectAccessReviewSpec.extra (5): {"k": ["a"], then ["b"]}
+	e := []byte{0x0a, 1, 'k', 0x12, 3, 0x0a, 1, 'a', 0x12, 3, 0x0a, 1, 'b'}
+	checkGenerated[authzv1.SubjectAccessReviewSpec](t, append([]byte{5<<3 | 2, byte(len(e))}, e...))
+	// resource/v1 Device{name: "d", attributes (2): {"a": {int: 1}, then {string: "x"}}}
+	e = []byte{0x0a, 1, 'a', 0x12, 2, 2 << 3, 1, 0x12, 3, 4<<3 | 2, 1, 'x'}
+	checkGenerated[resourcev1.Device](t, append([]byte{0x0a, 1, 'd', 2<<3 | 2, byte(len(e))}, e...))
+}
+
+// TestListItemsFromLargeList: a LIST body larger than MaxItem (70 items of
+// 1 MiB) is read an item at a time; only items are bounded (the whole list
+// used to be, so a large cluster's LIST failed as malformed).
+func TestListItemsFromLargeList(t *testing.T) {
+	item, err := (&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p",
+		Annotations: map[string]string{"big": strings.Repeat("x", 1<<20)}}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 70
+	field := binary.AppendUvarint([]byte{2<<3 | 2}, uint64(len(item))) // PodList.items
+	head := binary.AppendUvarint([]byte("k8s\x00\x12"), uint64(n*(len(field)+len(item))))
+	rs := []io.Reader{bytes.NewReader(head)}
+	for range n {
+		rs = append(rs, bytes.NewReader(field), bytes.NewReader(item))
+	}
+	count := 0
+	if _, err := ListItemsFrom(bufio.NewReader(io.MultiReader(rs...)), func([]byte) error { count++; return nil }); err != nil || count != n {
+		t.Fatalf("%d items, err %v; want %d items", count, err, n)
+	}
+	// An item larger than MaxItem is still refused.
+	big := binary.AppendUvarint([]byte("k8s\x00\x12"), MaxItem+100)
+	big = binary.AppendUvarint(append(big, 2<<3|2), MaxItem+10)
+	if _, err := ListItemsFrom(bufio.NewReader(bytes.NewReader(big)), func([]byte) error { return nil }); err == nil {
+		t.Error("an item of more than MaxItem bytes was accepted")
+	}
+}
+
+// TestJSONWatchNullObject: a JSON watch event whose object is null is a
+// decoding error, as client-go's watch decoder reports it, not an ADDED
+// event of an empty object.
+func TestJSONWatchNullObject(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"type":"ADDED","object":null}`+"\n")
+	}))
+	t.Cleanup(srv.Close)
+	cfg := &rest.Config{Host: srv.URL, APIPath: "/api", ContentConfig: rest.ContentConfig{
+		GroupVersion: &schema.GroupVersion{Version: "v1"}, NegotiatedSerializer: scheme.Codecs.WithoutConversion()}}
+	client, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods("ns").Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Stop()
+	want := <-cw.ResultChan()
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewSource(client, "pods", "ns", d, SourceOptions[*corev1.Pod]{}).Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	got := <-w.ResultChan()
+	if got.Type != want.Type {
+		t.Errorf("ours: %s %T; client-go's: %s %T", got.Type, got.Object, want.Type, want.Object)
+	}
+}
