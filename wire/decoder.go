@@ -14,13 +14,15 @@ import (
 // Options configures a Decoder. The zero value decodes what P declares,
 // sharing repeated strings.
 type Options struct {
-	// Annotations, when set, keeps only the annotations of a Meta whose key
-	// it returns true for. The bookmark annotation that ends a watch-list
-	// stream's initial events is always kept. Default: all.
+	// Annotations, when set, keeps only the annotations of a Meta or an
+	// ObjectMeta whose key it returns true for: in protobuf every one of
+	// an object's, in JSON the object's own. The bookmark annotation that
+	// ends a watch-list stream's initial events is always kept. Default:
+	// all.
 	Annotations func(key string) bool
 	// DropManagedFields leaves metav1.ObjectMeta.ManagedFields empty when
-	// decoding a type with a full ObjectMeta (a Meta never has them). It
-	// is never a default: client-go keeps them.
+	// decoding a type with a full ObjectMeta (a Meta never has them), in
+	// protobuf and JSON. It is never a default: client-go keeps them.
 	DropManagedFields bool
 	// NoSharing gives every object its own copy of every string. By
 	// default, short strings that repeat across objects (namespaces, label
@@ -59,6 +61,7 @@ type Decoder[PP any] struct {
 	jsonMapOffsets []uintptr
 	opts           Options
 	meta           int // offset of P's Meta, or -1
+	objectMeta     int // offset of P's embedded metav1.ObjectMeta, or -1
 	// elemType is the descriptor of P, for allocating one.
 	elemType unsafe.Pointer
 	tname    string
@@ -78,7 +81,7 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		return nil, &MismatchError{pp.String(), "the projection and the type must be pointers to structs, such as *corev1.Pod"}
 	}
 	p, t := pp.Elem(), tp.Elem()
-	d := &Decoder[PP]{elem: p, opts: opts, meta: metaOffset(p), tname: t.String()}
+	d := &Decoder[PP]{elem: p, opts: opts, meta: metaOffset(p), objectMeta: objectMetaOffset(p), tname: t.String()}
 	if tp.Implements(unmarshalerType) { // T has a protobuf encoding
 		pl := &planner{plans: map[[2]reflect.Type]*plan{}, opts: &opts}
 		x, err := pl.build(p, t, "")
@@ -159,15 +162,19 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, target); err != nil {
 		return zero, &DecodeError{Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
+	// The options the protobuf plan applies as it decodes, applied to the
+	// object's own metadata (not to nested ones, such as a template's).
 	if d.meta >= 0 && d.opts.Annotations != nil {
 		m := (*Meta[struct{}])(unsafe.Add(p, d.meta))
-		for k := range m.Annotations {
-			if k != initialEventsEnd && !d.opts.Annotations(k) {
-				delete(m.Annotations, k)
-			}
+		m.Annotations = d.keptAnnotations(m.Annotations)
+	}
+	if d.objectMeta >= 0 {
+		m := (*metav1.ObjectMeta)(unsafe.Add(p, d.objectMeta))
+		if d.opts.Annotations != nil {
+			m.Annotations = d.keptAnnotations(m.Annotations)
 		}
-		if len(m.Annotations) == 0 {
-			m.Annotations = nil
+		if d.opts.DropManagedFields {
+			m.ManagedFields = nil
 		}
 	}
 	if d.jsonMaps != nil && len(d.jsonMapOffsets) > 0 {
@@ -178,6 +185,29 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
 		d.mu.Unlock()
 	}
 	return cast[PP](p), nil
+}
+
+// keptAnnotations removes from m the annotations opts.Annotations does not
+// keep, and returns it, nil if empty.
+func (d *Decoder[PP]) keptAnnotations(m map[string]string) map[string]string {
+	for k := range m {
+		if k != initialEventsEnd && !d.opts.Annotations(k) {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// objectMetaOffset returns the offset in p of its embedded
+// metav1.ObjectMeta, or -1.
+func objectMetaOffset(p reflect.Type) int {
+	if f, ok := p.FieldByName("ObjectMeta"); ok && f.Type == reflect.TypeFor[metav1.ObjectMeta]() && len(f.Index) == 1 {
+		return int(f.Offset)
+	}
+	return -1
 }
 
 // jsonMapFields returns the offsets in p of the labels and annotations of

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -119,5 +120,39 @@ func TestJSONWatchNullObject(t *testing.T) {
 	got := <-w.ResultChan()
 	if got.Type != want.Type {
 		t.Errorf("ours: %s %T; client-go's: %s %T", got.Type, got.Object, want.Type, want.Object)
+	}
+}
+
+// TestJSONAppliesOptions: DropManagedFields and Annotations apply to a
+// JSON-decoded object's own metadata as to a protobuf-decoded one's (JSON
+// used to keep both: CRDs, served in JSON only, kept their managed fields).
+func TestJSONAppliesOptions(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"keep": "1", "drop": "2"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	pb, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{DropManagedFields: true, Annotations: func(k string) bool { return k == "keep" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromPB, err := d.Protobuf(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := d.JSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fromPB, fromJSON); diff != "" {
+		t.Errorf("-protobuf +json:\n%s", diff)
+	}
+	if fromJSON.ManagedFields != nil || len(fromJSON.Annotations) != 1 {
+		t.Errorf("JSON: managed fields %v, annotations %v", fromJSON.ManagedFields, fromJSON.Annotations)
 	}
 }
