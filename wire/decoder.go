@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -237,6 +238,8 @@ type shadower struct {
 	done map[[2]reflect.Type]reflect.Type
 }
 
+var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
 func (sh *shadower) shadow(p, t reflect.Type, path string) (reflect.Type, error) {
 	if p == t {
 		return p, nil
@@ -261,7 +264,13 @@ func (sh *shadower) shadow(p, t reflect.Type, path string) (reflect.Type, error)
 			s = reflect.SliceOf(s)
 		}
 	case reflect.Struct:
-		s, err = sh.structOf(p, t, path)
+		if reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
+			// Its JSON is not one member per field (intstr.IntOrString is
+			// a number or a string): only the type itself can read it.
+			err = &MismatchError{path, fmt.Sprintf("%s decodes its own JSON: keep its type, not a projection of it", t)}
+		} else {
+			s, err = sh.structOf(p, t, path)
+		}
 	default:
 		err = &MismatchError{path, fmt.Sprintf("type %s is neither %s nor a projection of it", p, t)}
 	}

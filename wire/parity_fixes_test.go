@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -154,5 +157,73 @@ func TestJSONAppliesOptions(t *testing.T) {
 	}
 	if fromJSON.ManagedFields != nil || len(fromJSON.Annotations) != 1 {
 		t.Errorf("JSON: managed fields %v, annotations %v", fromJSON.ManagedFields, fromJSON.Annotations)
+	}
+}
+
+// TestProjectionOfSelfDecodingType: a projection of a type that decodes
+// its own JSON (intstr.IntOrString, a number or a string) is refused when
+// the Decoder is made (it was accepted, and then no JSON object with such
+// a field decoded).
+func TestProjectionOfSelfDecodingType(t *testing.T) {
+	type svcSlim struct {
+		Meta[svcSlim]
+		Spec struct {
+			Ports []struct{ TargetPort struct{ IntVal int32 } }
+		}
+	}
+	_, err := NewDecoder[*svcSlim, *corev1.Service](Options{})
+	var mismatch *MismatchError
+	if !errors.As(err, &mismatch) || !strings.Contains(mismatch.Path, "TargetPort") {
+		t.Errorf("NewDecoder of a projection of IntOrString = %v, want a *MismatchError at .spec.ports.targetPort", err)
+	}
+	// Kept whole, it decodes.
+	type svcPorts struct {
+		Meta[svcPorts]
+		Spec struct {
+			Ports []struct{ TargetPort intstr.IntOrString }
+		}
+	}
+	d, err := NewDecoder[*svcPorts, *corev1.Service](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(&corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{TargetPort: intstr.FromInt32(8080)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.JSON(js)
+	if err != nil || len(got.Spec.Ports) != 1 || got.Spec.Ports[0].TargetPort.IntVal != 8080 {
+		t.Errorf("JSON = %+v, %v", got, err)
+	}
+}
+
+// TestUnknownWatchEventType: a watch frame of a type other than the five
+// a watch has is a decoding error, as client-go's watch decoder says (it
+// was passed on, with its object decoded).
+func TestUnknownWatchEventType(t *testing.T) {
+	pod, err := (&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Pod"}, Raw: pod}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := (&metav1.WatchEvent{Type: "FOO", Object: runtime.RawExtension{Raw: append([]byte("k8s\x00"), u...)}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(ev))), ev...)
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &Source[*corev1.Pod]{dec: d}
+	if typ, obj, err := newEventDecoder(src, io.NopCloser(bytes.NewReader(frame))).Decode(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("protobuf frame of type FOO: %q %T %v, want ErrMalformed", typ, obj, err)
+	}
+	js := `{"type":"FOO","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}}`
+	if typ, obj, err := newEventDecoder(src, io.NopCloser(strings.NewReader(js))).Decode(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("JSON event of type FOO: %q %T %v, want ErrMalformed", typ, obj, err)
 	}
 }

@@ -215,6 +215,9 @@ func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
 		}
 		return watch.Error, st, nil
 	}
+	if err := knownEventType(et); err != nil {
+		return "", nil, err
+	}
 	p, err := d.s.object(raw, et == watch.Added)
 	if err != nil {
 		return "", nil, fmt.Errorf("watch event %s: %w", typ, err)
@@ -240,6 +243,9 @@ func (d *eventDecoder[PP]) decodeJSON() (watch.EventType, runtime.Object, error)
 		}
 		return watch.Error, st, nil
 	}
+	if err := knownEventType(ev.Type); err != nil {
+		return "", nil, err
+	}
 	if o := bytes.TrimSpace(ev.Object); len(o) == 0 || string(o) == "null" {
 		// Decoding it would give an empty object, which a cache would
 		// store under an empty key.
@@ -253,6 +259,17 @@ func (d *eventDecoder[PP]) decodeJSON() (watch.EventType, runtime.Object, error)
 	// As client-go's decoders leave a watched object: without its kind.
 	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	return ev.Type, obj, nil
+}
+
+// knownEventType returns an error for a watch event type other than
+// ADDED, MODIFIED, DELETED and BOOKMARK (ERROR is told apart before), as
+// client-go's watch decoder does.
+func knownEventType(et watch.EventType) error {
+	switch et {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		return nil
+	}
+	return &DecodeError{Err: fmt.Errorf("%w: watch event type %q", ErrMalformed, et)}
 }
 
 // Close closes the stream.
