@@ -442,6 +442,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 		return err
 	}
 	r.metrics = s.opts.Metrics
+	r.streamFailed = func() { s.counters.listErrors.Add(1) }
 	s.reflector = r
 	s.procMu.Lock()
 	s.current = s.listeners

@@ -206,6 +206,10 @@ type Reflector[T Object] struct {
 	clock                clock.Clock
 	random               func() float64 // in [0, 1); tests replace it
 	metrics              Metrics        // the informer's, or nil; set before Run
+	// streamFailed, if set (by the informer, before Run), is told of a
+	// watch-list stream that failed after its request was accepted: a
+	// failed list its ListerWatcher did not see fail.
+	streamFailed func()
 
 	running atomic.Bool // Run is running
 

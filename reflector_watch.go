@@ -123,7 +123,8 @@ type watchState struct {
 	rv         string // resource version reached, not yet published
 	unsaved    bool   // rv is ahead of lastSyncRV
 	pastAdded  bool
-	applied    int
+	applied    int // events applied: refused objects not, bookmarks included
+	seen       int // events of an object or a bookmark, refused or not
 	stopReason error // the ERROR event that ended the watch
 }
 
@@ -289,8 +290,10 @@ func (r *Reflector[T]) applyEvent(ctx context.Context, ev watch.Event, st *watch
 			return false, err
 		}
 		r.report(ctx, err)
+	} else {
+		st.applied++
 	}
-	st.applied++
+	st.seen++
 	// An object without a resource version (only fakes send one) leaves
 	// the last one in place rather than forget it.
 	if st.pastAdded && objRV != "" {
@@ -311,7 +314,8 @@ func (r *Reflector[T]) watchEnded(ctx context.Context, w watch.Interface, start 
 			return st.applied, err
 		}
 	}
-	if d := r.clock.Since(start); d < veryShortWatch && st.applied == 0 {
+	// An event refused by the store still shows the watch was live.
+	if d := r.clock.Since(start); d < veryShortWatch && st.seen == 0 {
 		return st.applied, fmt.Errorf("%w: the watch of %s closed after %v with no event", ErrVeryShortWatch, r.typeName, d)
 	}
 	klog.FromContext(ctx).V(4).Info("Watch closed", "events", st.applied)

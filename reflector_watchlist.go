@@ -46,6 +46,9 @@ func (r *Reflector[T]) streamInitialState(ctx context.Context) (watch.Interface,
 			if err != nil || !complete {
 				w.Stop()
 			}
+			if err != nil && ctx.Err() == nil && r.streamFailed != nil {
+				r.streamFailed()
+			}
 		}
 		if r.metrics != nil && (err != nil || complete) && ctx.Err() == nil {
 			r.metrics.ObserveList(len(items), r.clock.Since(start), err)
