@@ -123,8 +123,8 @@ type watchState struct {
 	rv         string // resource version reached, not yet published
 	unsaved    bool   // rv is ahead of lastSyncRV
 	pastAdded  bool
-	applied    int // events applied: refused objects not, bookmarks included
-	seen       int // events of an object or a bookmark, refused or not
+	applied    int   // events applied: refused objects not, bookmarks included
+	seen       int   // events of an object or a bookmark, refused or not
 	stopReason error // the ERROR event that ended the watch
 }
 
