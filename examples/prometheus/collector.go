@@ -145,7 +145,11 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads every informer's Stats and sends its metrics, then the
-// histograms.
+// histograms. Names that repeat (two informers of one name, or two handlers
+// of one informer with the default name, their type) are told apart by a
+// suffix in the order they come, "#2", "#3": one series each, where
+// duplicates would fail the whole scrape. The histograms of informers of
+// one name share their series.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.processing.Collect(ch)
 	c.list.Collect(ch)
@@ -153,8 +157,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	sources := append([]StatsSource(nil), c.sources...)
 	c.mu.Unlock()
+	informers := distinct{}
 	for _, src := range sources {
 		st := src.Stats()
+		st.Name = informers.name(st.Name)
+		handlers := distinct{}
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 		}
@@ -174,11 +181,26 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(errorsTotal, st.Errors)
 		counter(decodeErrors, st.DecodeErrors)
 		for _, h := range st.Handlers {
+			h.Name = handlers.name(h.Name)
 			gauge(handlerPending, float64(h.Pending), st.Name, h.Name)
 			gauge(handlerLag, h.Lag.Seconds(), st.Name, h.Name)
 			ch <- prometheus.MustNewConstMetric(handlerPanics, prometheus.CounterValue, float64(h.Panics), st.Name, h.Name)
 		}
 	}
+}
+
+// distinct makes label values unique in the order they come.
+type distinct map[string]bool
+
+// name returns n the first time, then n#2, n#3 and so on: the first of
+// them not given yet.
+func (d distinct) name(n string) string {
+	out := n
+	for k := 2; d[out]; k++ {
+		out = n + "#" + strconv.Itoa(k)
+	}
+	d[out] = true
+	return out
 }
 
 func boolValue(b bool) float64 {

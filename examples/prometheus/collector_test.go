@@ -158,3 +158,51 @@ func TestCollectorMetrics(t *testing.T) {
 		t.Errorf("%d metrics after Remove, want 0", n)
 	}
 }
+
+// TestCollectorRepeatedNames: two handlers with the default name (their
+// type) and two informers of one name each get a series of their own,
+// the later ones with a suffix; the scrape used to fail on the duplicates.
+func TestCollectorRepeatedNames(t *testing.T) {
+	var infs []*informer.SharedIndexInformer[*corev1.Pod]
+	for range 2 {
+		inf, err := informer.NewSharedIndexInformer[*corev1.Pod](informertest.NewSource(pod("web-1")), informer.SharedIndexInformerOptions[*corev1.Pod]{Name: "pods"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		infs = append(infs, inf)
+	}
+	for range 2 {
+		if _, err := infs[0].AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(informerprom.NewCollector(infs[0], infs[1]))
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("scrape failed: %v", err)
+	}
+	got := map[string]bool{}
+	for _, f := range families {
+		if f.GetName() != "informer_handler_pending" && f.GetName() != "informer_objects" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += " " + l.GetName() + "=" + l.GetValue()
+			}
+			got[key] = true
+		}
+	}
+	handler := "informer.ResourceEventHandlerFuncs[*k8s.io/api/core/v1.Pod]"
+	for _, want := range []string{
+		"informer_objects name=pods", "informer_objects name=pods#2",
+		"informer_handler_pending handler=" + handler + " name=pods",
+		"informer_handler_pending handler=" + handler + "#2 name=pods",
+	} {
+		if !got[want] {
+			t.Errorf("no series %q; got %v", want, got)
+		}
+	}
+}
