@@ -389,11 +389,28 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 	}
 	var changes []change
 	var firstErr error
+	var added map[string]bool // keys not stored yet that a later duplicate decided
 	idx := s.idx.Load()
-	for i, obj := range list {
-		if sl, ok := s.items[keys[i]]; ok && samePointer(sl.obj, obj) {
+	// Backwards, so that of a key listed twice the last wins, as in a
+	// replace: the first met decides, and marks the key.
+	for i := len(list) - 1; i >= 0; i-- {
+		obj := list[i]
+		if sl, ok := s.items[keys[i]]; ok {
+			if sl.mark == gen {
+				continue // listed again later
+			}
 			sl.mark = gen // only writers read marks
-			continue
+			if samePointer(sl.obj, obj) {
+				continue
+			}
+		} else {
+			if added[keys[i]] {
+				continue
+			}
+			if added == nil {
+				added = make(map[string]bool)
+			}
+			added[keys[i]] = true
 		}
 		vals, err := idx.values(obj, nil, true)
 		firstErr = cmp.Or(firstErr, err)

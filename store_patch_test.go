@@ -62,3 +62,49 @@ func TestPatchIndexFuncReadsStore(t *testing.T) {
 	}
 	checkLabelIndex(t, 0, x)
 }
+
+// TestPatchDuplicateKeysLastWins: of a key listed twice, the last wins in
+// a relist applied in place, as in a full replace (and client-go's).
+func TestPatchDuplicateKeysLastWins(t *testing.T) {
+	for _, changedLast := range []bool{false, true} {
+		x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], nil)
+		var list []*corev1.Pod
+		var keys []string
+		for i := range 20 {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("p", i), ResourceVersion: "1"}}
+			if err := x.Add(p); err != nil {
+				t.Fatal(err)
+			}
+			list = append(list, p)
+			keys = append(keys, "ns/"+p.Name)
+		}
+		cached := list[0]
+		changed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p0", ResourceVersion: "2"}}
+		fresh := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new", ResourceVersion: "3"}}
+		freshLater := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new", ResourceVersion: "4"}}
+		first, last := changed, cached
+		if changedLast {
+			first, last = cached, changed
+		}
+		list = append([]*corev1.Pod{first}, list...)
+		keys = append([]string{"ns/p0"}, keys...)
+		list[1] = last
+		list = append(list, fresh, freshLater)
+		keys = append(keys, "ns/new", "ns/new")
+		if !x.fewChanges(list, keys) {
+			t.Fatal("the relist is not applied in place: the test does not reach patch")
+		}
+		if err := x.replace(list, keys, true); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := x.GetByKey("ns/p0"); got != last {
+			t.Errorf("changed last %v: ns/p0 is rv %s, want the last listed, rv %s", changedLast, got.ResourceVersion, last.ResourceVersion)
+		}
+		if got, _ := x.GetByKey("ns/new"); got != freshLater {
+			t.Errorf("changed last %v: ns/new is rv %s, want the last listed, rv 4", changedLast, got.ResourceVersion)
+		}
+		if x.Len() != 21 {
+			t.Errorf("Len = %d, want 21", x.Len())
+		}
+	}
+}
