@@ -3,7 +3,6 @@ package informer_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,29 +15,6 @@ import (
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/informertest"
 )
-
-// countingMetrics records failed lists and the events of each watch.
-type countingMetrics struct {
-	mu          sync.Mutex
-	failedLists int
-	watchEvents []int
-}
-
-func (m *countingMetrics) ObserveList(_ int, _ time.Duration, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err != nil {
-		m.failedLists++
-	}
-}
-
-func (m *countingMetrics) ObserveWatch(n int, _ time.Duration, _ error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.watchEvents = append(m.watchEvents, n)
-}
-
-func (m *countingMetrics) ObserveProcessing(int, time.Duration) {}
 
 // expireFirstStream answers the first watch-list request with a stream
 // whose first event is a 410 ERROR.
@@ -83,13 +59,11 @@ func countedPod(name string) *corev1.Pod {
 // its request was accepted (a 410 ERROR event) is a failed list in Stats,
 // as Metrics.ObserveList sees it (ListErrors used to stay 0).
 func TestListErrorsCountsFailedStream(t *testing.T) {
-	m := &countingMetrics{}
+	m := &recordingMetrics{}
 	inf := runCounted(t, &expireFirstStream{Source: informertest.NewSource(countedPod("a"))},
 		informer.SharedIndexInformerOptions[*corev1.Pod]{Name: "pods", Metrics: m})
 	st := inf.Stats()
-	m.mu.Lock()
-	failed := m.failedLists
-	m.mu.Unlock()
+	failed := len(m.calls("list", func(o observation) bool { return o.err != nil }))
 	if st.ListErrors != 1 || failed != 1 {
 		t.Errorf("ListErrors = %d, ObserveList saw %d failed lists; want 1 and 1 (Lists %d, Errors %d)", st.ListErrors, failed, st.Lists, st.Errors)
 	}
@@ -100,7 +74,7 @@ func TestListErrorsCountsFailedStream(t *testing.T) {
 // counted them).
 func TestObserveWatchLeavesOutRefused(t *testing.T) {
 	src := informertest.NewSource(countedPod("a"))
-	m := &countingMetrics{}
+	m := &recordingMetrics{}
 	inf := runCounted(t, src, informer.SharedIndexInformerOptions[*corev1.Pod]{Name: "pods", Metrics: m,
 		Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
 			if p.Name == "bad" {
@@ -122,12 +96,9 @@ func TestObserveWatchLeavesOutRefused(t *testing.T) {
 	}
 	src.DropWatches()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		m.mu.Lock()
-		evs := append([]int(nil), m.watchEvents...)
-		m.mu.Unlock()
-		if len(evs) > 0 {
-			if evs[0] != 1 {
-				t.Errorf("ObserveWatch events = %d, want 1: one of the two ADDED was refused (DecodeErrors %d)", evs[0], inf.Stats().DecodeErrors)
+		if watches := m.calls("watch", func(observation) bool { return true }); len(watches) > 0 {
+			if watches[0].n != 1 {
+				t.Errorf("ObserveWatch events = %d, want 1: one of the two ADDED was refused (DecodeErrors %d)", watches[0].n, inf.Stats().DecodeErrors)
 			}
 			return
 		}

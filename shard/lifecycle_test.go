@@ -19,16 +19,21 @@ import (
 	"github.com/typedkube/informer/informertest"
 )
 
+// configMaps returns the first n configMap objects.
+func configMaps(n int) []*corev1.ConfigMap {
+	out := make([]*corev1.ConfigMap, n)
+	for i := range out {
+		out[i] = configMap(i)
+	}
+	return out
+}
+
 // TestSecondRunLeavesInformerAttached: a second Run of a sharded Informer
 // returns ErrStarted and leaves the running one on its Member, which goes on
 // moving it (it used to detach it: the informer then kept every bucket it
 // had and two replicas handled the same objects).
 func TestSecondRunLeavesInformerAttached(t *testing.T) {
-	var objs []*corev1.ConfigMap
-	for i := range 100 {
-		objs = append(objs, configMap(i))
-	}
-	src := informertest.NewSource(objs...)
+	src := informertest.NewSource(configMaps(100)...)
 	leases := fake.NewClientset()
 	l := newLog()
 	a := startReplica(t, leases, src, l, "a")
@@ -107,11 +112,7 @@ func (r *blockingReleaser) OnRelease(*corev1.ConfigMap) {
 // returned, a giving up under way calls the removed handler's OnRelease no
 // more but for the call in flight (it used to go on, once per object).
 func TestNoReleaseAfterRemoveEventHandler(t *testing.T) {
-	var objs []*corev1.ConfigMap
-	for i := range 100 {
-		objs = append(objs, configMap(i))
-	}
-	src := informertest.NewSource(objs...)
+	src := informertest.NewSource(configMaps(100)...)
 	leases := fake.NewClientset()
 	a := startReplica(t, leases, src, newLog(), "a")
 	waitConverged(t, []*replica{a}, src)
@@ -268,11 +269,7 @@ func (p *pager) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 // moment and the list to count for the new generation: the gained buckets'
 // objects of the first page never reached the cache.)
 func TestMoveDuringPagedList(t *testing.T) {
-	var objs []*corev1.ConfigMap
-	for i := range 100 {
-		objs = append(objs, configMap(i))
-	}
-	src := informertest.NewSource(objs...)
+	src := informertest.NewSource(configMaps(100)...)
 	m, err := NewMember(Options{Leases: fake.NewClientset().CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a", LeaseDuration: 2 * time.Second, Buckets: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -297,10 +294,10 @@ func TestMoveDuringPagedList(t *testing.T) {
 	go func() { defer close(done); _ = inf.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(5 * time.Second)
-	for inf.Informer().GetIndexer().Len() != len(objs) {
+	for inf.Informer().GetIndexer().Len() != 100 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the informer owns all buckets but caches %d of %d objects after 5s (lists %d, watches %d)",
-				inf.Informer().GetIndexer().Len(), len(objs), src.Lists(), src.Watches())
+				inf.Informer().GetIndexer().Len(), 100, src.Lists(), src.Watches())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
