@@ -37,8 +37,9 @@ type Stats struct {
 	Errors uint64
 	// DecodeErrors counts the objects the informer could not use: a watch
 	// event stepped over (an object of the wrong type, or one its
-	// transform or index functions refused) or a response that could not
-	// be decoded.
+	// transform refused) or a response that could not be decoded. An
+	// object an index function fails on is cached all the same, without
+	// that index's values, and logged, not counted.
 	DecodeErrors uint64
 	// ResourceVersion is the resource version the cache has applied (see
 	// AppliedResourceVersion); "" before any.

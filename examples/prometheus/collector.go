@@ -127,7 +127,7 @@ var (
 	listErrors      = prometheus.NewDesc("informer_list_errors_total", "Lists that failed.", informerLabels, nil)
 	watches         = prometheus.NewDesc("informer_watches_total", "Watches started.", informerLabels, nil)
 	errorsTotal     = prometheus.NewDesc("informer_errors_total", "Errors the informer's reflector reported.", informerLabels, nil)
-	decodeErrors    = prometheus.NewDesc("informer_decode_errors_total", "Objects the informer could not use: undecodable, of the wrong type, or refused by a transform or index.", informerLabels, nil)
+	decodeErrors    = prometheus.NewDesc("informer_decode_errors_total", "Objects the informer could not use: undecodable, of the wrong type, or refused by a transform.", informerLabels, nil)
 	handlerPending  = prometheus.NewDesc("informer_handler_pending", "Notifications queued for a handler, not yet delivered.", handlerLabels, nil)
 	handlerLag      = prometheus.NewDesc("informer_handler_lag_seconds", "How long a handler's oldest undelivered notification has waited.", handlerLabels, nil)
 	handlerPanics   = prometheus.NewDesc("informer_handler_panics_total", "Calls of a handler that panicked.", handlerLabels, nil)
