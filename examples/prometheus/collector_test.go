@@ -65,7 +65,7 @@ informer_lists_total{name="pods"} 1
 # HELP informer_relists_total Lists after the first, as after a 410 Gone.
 # TYPE informer_relists_total counter
 informer_relists_total{name="pods"} 0
-# HELP informer_decode_errors_total Objects the informer could not use: undecodable, of the wrong type, or refused by a transform or index.
+# HELP informer_decode_errors_total Objects the informer could not use: undecodable, of the wrong type, or refused by a transform.
 # TYPE informer_decode_errors_total counter
 informer_decode_errors_total{name="pods"} 0
 # HELP informer_handler_pending Notifications queued for a handler, not yet delivered.
