@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -94,4 +95,23 @@ func TestWatchEndedByContextIsForgotten(t *testing.T) {
 		}
 	}
 	w.Stop() // a Stop after the end is harmless
+}
+
+// TestUpdateConflict: an update naming a resource version other than the
+// stored object's is a Conflict, as on the API server; one naming none
+// updates unconditionally.
+func TestUpdateConflict(t *testing.T) {
+	src := NewSource(pod("default", "a", nil))
+	first := src.Objects()[0]
+	must(t)(src.Update(pod("default", "a", map[string]string{"v": "2"}))) // no resource version
+	stale := first.DeepCopy()
+	stale.Labels = map[string]string{"v": "3"}
+	if _, err := src.Update(stale); !apierrors.IsConflict(err) {
+		t.Errorf("update at stale resource version %s = %v, want a Conflict", stale.ResourceVersion, err)
+	}
+	current := src.Objects()[0].DeepCopy()
+	current.Labels = map[string]string{"v": "3"}
+	if got := must(t)(src.Update(current)); got.Labels["v"] != "3" {
+		t.Errorf("update at the current resource version: labels %v", got.Labels)
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -140,5 +141,89 @@ func TestInformertestSourceMatchesServer(t *testing.T) {
 		if len(got[0]) < 5 {
 			t.Errorf("%s: only %d calls: %v", pair[0].name, len(got[0]), got[0])
 		}
+	}
+}
+
+// TestInformertestSourceWritesMatchServer checks the fake's writes against the API server's: an
+// update naming a stale resource version is a Conflict on both; an update that changes nothing
+// keeps the resource version on both and sends no event; a watch from "" starts with an ADDED
+// event of the object on both.
+func TestInformertestSourceWritesMatchServer(t *testing.T) {
+	verifyNoGoroutinesLeft(t)
+	ctx := testContext(t, 60*time.Second)
+	c := adminClients(t)
+	ns := newNamespace(t, c)
+	server := c.Kube.CoreV1().ConfigMaps(ns)
+	src := informertest.NewSource[*corev1.ConfigMap]()
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}, Data: map[string]string{"v": "1"}}
+	type side struct {
+		name   string
+		create func(*corev1.ConfigMap) (*corev1.ConfigMap, error)
+		update func(*corev1.ConfigMap) (*corev1.ConfigMap, error)
+		watch  func(metav1.ListOptions) (watch.Interface, error)
+	}
+	for _, s := range []side{
+		{"server",
+			func(o *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+				return server.Create(ctx, o, metav1.CreateOptions{})
+			},
+			func(o *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+				return server.Update(ctx, o, metav1.UpdateOptions{})
+			},
+			func(o metav1.ListOptions) (watch.Interface, error) { return server.Watch(ctx, o) }},
+		{"fake", src.Add, src.Update,
+			func(o metav1.ListOptions) (watch.Interface, error) { return src.Watch(ctx, o) }},
+	} {
+		created, err := s.create(obj.DeepCopy())
+		if err != nil {
+			t.Fatalf("%s: create: %v", s.name, err)
+		}
+		changed := created.DeepCopy()
+		changed.Data["v"] = "2"
+		updated, err := s.update(changed)
+		if err != nil {
+			t.Fatalf("%s: update: %v", s.name, err)
+		}
+		stale := created.DeepCopy() // the resource version of the create
+		stale.Data["v"] = "3"
+		if _, err := s.update(stale); !apierrors.IsConflict(err) {
+			t.Errorf("%s: update at a stale resource version = %v, want a Conflict", s.name, err)
+		}
+		w, err := s.watch(metav1.ListOptions{ResourceVersion: updated.ResourceVersion})
+		if err != nil {
+			t.Fatalf("%s: watch: %v", s.name, err)
+		}
+		same, err := s.update(updated.DeepCopy())
+		if err != nil || same.ResourceVersion != updated.ResourceVersion {
+			t.Errorf("%s: an update that changes nothing = rv %v, %v; want rv %s unchanged", s.name, same.GetResourceVersion(), err, updated.ResourceVersion)
+		}
+		again := updated.DeepCopy()
+		again.Data["v"] = "4"
+		last, err := s.update(again)
+		if err != nil {
+			t.Fatalf("%s: update: %v", s.name, err)
+		}
+		select {
+		case ev := <-w.ResultChan(): // the no-op sent nothing: the first event is the real update's
+			if got := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Modified || got.ResourceVersion != last.ResourceVersion {
+				t.Errorf("%s: first event %s rv %s, want MODIFIED rv %s", s.name, ev.Type, got.ResourceVersion, last.ResourceVersion)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: no event: %v", s.name, ctx.Err())
+		}
+		w.Stop()
+		w, err = s.watch(metav1.ListOptions{FieldSelector: "metadata.name=a"})
+		if err != nil {
+			t.Fatalf("%s: watch from \"\": %v", s.name, err)
+		}
+		select {
+		case ev := <-w.ResultChan():
+			if got := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Added || got.Data["v"] != "4" {
+				t.Errorf("%s: a watch from \"\" starts with %s v=%s, want ADDED v=4", s.name, ev.Type, got.Data["v"])
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: no event from a watch from \"\": %v", s.name, ctx.Err())
+		}
+		w.Stop()
 	}
 }
