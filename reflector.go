@@ -34,10 +34,16 @@ type ReflectorStore[T any] interface {
 	Replace(list []T, resourceVersion string) error
 }
 
-// resyncer and bookmarker are the optional methods of a ReflectorStore.
+// resyncer, bookmarker and replayAdder are the optional methods of a
+// ReflectorStore.
 type (
 	resyncer   interface{ Resync() error }
 	bookmarker interface{ Bookmark(resourceVersion string) }
+	// replayAdder is a store that wants to know which adds are a watch's
+	// replay (the informer's event queue): their resource versions, in no
+	// particular order, must not count as the version its cache has
+	// reached.
+	replayAdder[T any] interface{ addReplayed(obj T) error }
 )
 
 // WatchListMode chooses how a Reflector gets the state it starts watching
@@ -190,8 +196,9 @@ const (
 type Reflector[T Object] struct {
 	lw         ListerWatcher[T]
 	store      ReflectorStore[T]
-	resyncer   resyncer   // store's Resync, or nil
-	bookmarker bookmarker // store's Bookmark, or nil
+	resyncer   resyncer       // store's Resync, or nil
+	bookmarker bookmarker     // store's Bookmark, or nil
+	replayer   replayAdder[T] // store's addReplayed, or nil
 
 	name                 string
 	typeName             string
@@ -259,6 +266,7 @@ func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts R
 	}
 	r.resyncer, _ = store.(resyncer)
 	r.bookmarker, _ = store.(bookmarker)
+	r.replayer, _ = store.(replayAdder[T])
 	if r.name == "" {
 		r.name = r.typeName
 	}

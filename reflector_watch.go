@@ -111,13 +111,6 @@ type eventPuller interface {
 	NextEvent() (watch.Event, bool)
 }
 
-// replayAdder is a store that wants to know which adds are a watch's
-// replay (the informer's event queue): their resource versions, in no
-// particular order, must not count as the version its cache has reached.
-type replayAdder[T any] interface {
-	addReplayed(obj T) error
-}
-
 // watchState is what handleWatch tracks while it applies a watch's events.
 type watchState struct {
 	rv         string // resource version reached, not yet published
@@ -258,10 +251,8 @@ func (r *Reflector[T]) applyEvent(ctx context.Context, ev watch.Event, st *watch
 	objRV := obj.GetResourceVersion()
 	switch ev.Type {
 	case watch.Added:
-		if st.pastAdded {
-			err = r.store.Add(obj)
-		} else if ra, ok := r.store.(replayAdder[T]); ok {
-			err = ra.addReplayed(obj)
+		if !st.pastAdded && r.replayer != nil {
+			err = r.replayer.addReplayed(obj)
 		} else {
 			err = r.store.Add(obj)
 		}
