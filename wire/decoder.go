@@ -218,8 +218,8 @@ func jsonMapFields(p reflect.Type) []uintptr {
 	var meta reflect.Type
 	if off := metaOffset(p); off >= 0 {
 		base, meta = uintptr(off), reflect.TypeFor[Meta[struct{}]]()
-	} else if f, ok := p.FieldByName("ObjectMeta"); ok && f.Type == reflect.TypeFor[metav1.ObjectMeta]() && len(f.Index) == 1 {
-		base, meta = f.Offset, f.Type
+	} else if off := objectMetaOffset(p); off >= 0 {
+		base, meta = uintptr(off), reflect.TypeFor[metav1.ObjectMeta]()
 	} else {
 		return nil
 	}
