@@ -47,7 +47,7 @@ func (a *appliedVersion) advance(rv string) {
 		switch {
 		case err == nil && c <= 0:
 			return // not newer
-		case err != nil && comparableVersion(a.rv):
+		case err != nil && checkVersion(a.rv) == nil:
 			return // rv cannot be compared: keep the version that can
 		}
 	}
@@ -55,11 +55,11 @@ func (a *appliedVersion) advance(rv string) {
 	a.wakeLocked()
 }
 
-// comparableVersion reports whether rv is a resource version in the form the API
-// server's can be compared in.
-func comparableVersion(rv string) bool {
+// checkVersion returns an error if rv is not a resource version in the
+// form the API server's can be compared in.
+func checkVersion(rv string) error {
 	_, err := resourceversion.CompareResourceVersion(rv, rv)
-	return err == nil
+	return err
 }
 
 func (a *appliedVersion) stop() {
@@ -107,7 +107,7 @@ func (s *SharedIndexInformer[T]) WaitForResourceVersion(ctx context.Context, res
 	if s.opts.Queue == QueueDeltaFIFO {
 		return fmt.Errorf("informer %s: wait for resourceVersion %s: %w (QueueDeltaFIFO)", s.opts.Name, resourceVersion, ErrNotInOrder)
 	}
-	if _, err := resourceversion.CompareResourceVersion(resourceVersion, resourceVersion); err != nil {
+	if err := checkVersion(resourceVersion); err != nil {
 		return fmt.Errorf("informer %s: wait for resourceVersion %q: %w: %w", s.opts.Name, resourceVersion, ErrInvalidResourceVersion, err)
 	}
 	a := &s.applied
