@@ -211,7 +211,7 @@ func (l *listener[T]) lag(now time.Time) time.Duration {
 	if since == 0 {
 		since = l.pendingSince.Load()
 	}
-	if since == 0 || l.depth.Load() <= 0 {
+	if since == 0 || l.pendingCount() == 0 {
 		return 0
 	}
 	return max(now.Sub(l.base)-time.Duration(since-1), 0)
