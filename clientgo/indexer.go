@@ -88,11 +88,7 @@ func (a *indexer[T]) Add(obj any) error {
 	if err != nil {
 		return err
 	}
-	if err := a.x.Add(t); err != nil {
-		return err
-	}
-	a.Bookmark(t.GetResourceVersion())
-	return nil
+	return a.wrote(t, a.x.Add(t))
 }
 
 func (a *indexer[T]) Update(obj any) error {
@@ -100,11 +96,7 @@ func (a *indexer[T]) Update(obj any) error {
 	if err != nil {
 		return err
 	}
-	if err := a.x.Update(t); err != nil {
-		return err
-	}
-	a.Bookmark(t.GetResourceVersion())
-	return nil
+	return a.wrote(t, a.x.Update(t))
 }
 
 func (a *indexer[T]) Delete(obj any) error {
@@ -118,11 +110,16 @@ func (a *indexer[T]) Delete(obj any) error {
 	if err != nil {
 		return err
 	}
-	if err := a.x.Delete(t); err != nil {
-		return err
+	return a.wrote(t, a.x.Delete(t))
+}
+
+// wrote records t's resource version as the last write's, as client-go's
+// store does, unless the write failed with err, which it returns.
+func (a *indexer[T]) wrote(t T, err error) error {
+	if err == nil {
+		a.Bookmark(t.GetResourceVersion())
 	}
-	a.Bookmark(t.GetResourceVersion())
-	return nil
+	return err
 }
 
 func (a *indexer[T]) List() []any { return untyped(a.x.List()) }
