@@ -74,9 +74,9 @@ func (s *Source[T]) Add(obj T) (T, error) { return s.change(watch.Added, obj) }
 // Update replaces the object with obj's key by a copy of obj and returns it.
 // It fails if there is none, and, like the API server, with a Conflict if
 // obj names a resource version other than the stored object's (one without
-// a resource version updates unconditionally). Like the API server, it changes nothing for an
-// object equal to the stored one but for its resource version: no new
-// version, no event; it returns the stored object.
+// a resource version updates unconditionally). Like the API server, it
+// changes nothing for an object equal to the stored one but for its
+// resource version: no new version, no event; it returns the stored object.
 func (s *Source[T]) Update(obj T) (T, error) { return s.change(watch.Modified, obj) }
 
 // Delete deletes the object with obj's key and returns its final state: the
@@ -105,15 +105,13 @@ func (s *Source[T]) change(t watch.EventType, obj T) (T, error) {
 	if t == watch.Deleted {
 		obj = stored
 	}
+	obj = obj.DeepCopyObject().(T)
 	if t == watch.Modified {
 		// Optimistic concurrency, as on the API server: an update naming a
 		// resource version must name the current one.
 		if rv := obj.GetResourceVersion(); rv != "" && rv != stored.GetResourceVersion() {
 			return zero, apierrors.NewConflict(resource, key, fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", stored.GetResourceVersion(), rv))
 		}
-	}
-	obj = obj.DeepCopyObject().(T)
-	if t == watch.Modified {
 		obj.SetResourceVersion(stored.GetResourceVersion())
 		if equality.Semantic.DeepEqual(obj, stored) {
 			return stored, nil // a no-op update, which the server does not write
