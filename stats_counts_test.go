@@ -51,16 +51,12 @@ func runCounted(t *testing.T, lw informer.ListerWatcher[*corev1.Pod], o informer
 	return inf
 }
 
-func countedPod(name string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
-}
-
 // TestListErrorsCountsFailedStream: a watch-list stream that fails after
 // its request was accepted (a 410 ERROR event) is a failed list in Stats,
 // as Metrics.ObserveList sees it (ListErrors used to stay 0).
 func TestListErrorsCountsFailedStream(t *testing.T) {
 	m := &recordingMetrics{}
-	inf := runCounted(t, &expireFirstStream{Source: informertest.NewSource(countedPod("a"))},
+	inf := runCounted(t, &expireFirstStream{Source: informertest.NewSource(pod("default", "a", ""))},
 		informer.SharedIndexInformerOptions[*corev1.Pod]{Name: "pods", Metrics: m})
 	st := inf.Stats()
 	failed := len(m.calls("list", func(o observation) bool { return o.err != nil }))
@@ -73,7 +69,7 @@ func TestListErrorsCountsFailedStream(t *testing.T) {
 // events whose object the transform refused, as its contract says (it
 // counted them).
 func TestObserveWatchLeavesOutRefused(t *testing.T) {
-	src := informertest.NewSource(countedPod("a"))
+	src := informertest.NewSource(pod("default", "a", ""))
 	m := &recordingMetrics{}
 	inf := runCounted(t, src, informer.SharedIndexInformerOptions[*corev1.Pod]{Name: "pods", Metrics: m,
 		Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
@@ -83,10 +79,10 @@ func TestObserveWatchLeavesOutRefused(t *testing.T) {
 			return p, nil
 		},
 		Reflector: informer.ReflectorOptions{WatchList: informer.WatchListOff}})
-	if _, err := src.Add(countedPod("bad")); err != nil {
+	if _, err := src.Add(pod("default", "bad", "")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Add(countedPod("good")); err != nil {
+	if _, err := src.Add(pod("default", "good", "")); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -95,15 +91,7 @@ func TestObserveWatchLeavesOutRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.DropWatches()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		if watches := m.calls("watch", func(observation) bool { return true }); len(watches) > 0 {
-			if watches[0].n != 1 {
-				t.Errorf("ObserveWatch events = %d, want 1: one of the two ADDED was refused (DecodeErrors %d)", watches[0].n, inf.Stats().DecodeErrors)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no ObserveWatch 10s after the watch was dropped")
-		}
+	if w := m.waitFor(t, "the dropped watch's observation", "watch", func(observation) bool { return true }); w.n != 1 {
+		t.Errorf("ObserveWatch events = %d, want 1: one of the two ADDED was refused (DecodeErrors %d)", w.n, inf.Stats().DecodeErrors)
 	}
 }
