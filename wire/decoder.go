@@ -53,13 +53,14 @@ type Decoder[PP any] struct {
 	plan *plan
 	elem reflect.Type // P
 	json reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
-	mu   sync.Mutex   // guards strs, maps and jsonMaps
+	mu   sync.Mutex   // guards strs, maps, jsonMaps and scratch
 	strs *interner
 	maps *mapTable
 	// jsonMaps shares the labels and annotations of JSON-decoded objects,
 	// at jsonMapOffsets in P: a table of its own, keyed otherwise.
 	jsonMaps       *mapTable
 	jsonMapOffsets []uintptr
+	scratch        map[*op]unsafe.Pointer // the values Validate unmarshals into (see validator)
 	opts           Options
 	meta           int // offset of P's Meta, or -1
 	objectMeta     int // offset of P's embedded metav1.ObjectMeta, or -1

@@ -11,7 +11,7 @@ import (
 
 func mapPointer(m map[string]string) uintptr { return reflect.ValueOf(m).Pointer() }
 
-func marshalPod(t *testing.T, p *corev1.Pod) []byte {
+func marshalPod(t testing.TB, p *corev1.Pod) []byte {
 	t.Helper()
 	b, err := p.Marshal()
 	if err != nil {

@@ -1,0 +1,270 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// DecodedCacheSize is how many decoded objects a Compact keeps, the last
+// ones read or written: about 5 MiB of Pods.
+const DecodedCacheSize = 1024
+
+// Compact keeps objects of a type P (PP is *P) at rest as Records, the
+// encodings the API server sent or that Encode makes, with the runs of
+// bytes objects have in common kept once (see Record), and decodes them
+// back with its Decoder. It keeps the objects it decoded or encoded last,
+// up to DecodedCacheSize, so that two reads of a record soon after one
+// another get one object: objects it hands out are shared, never to be
+// modified. It is safe for concurrent use.
+//
+// A record decodes into an object equal, under go-cmp, to the one Protobuf
+// or JSON would decode from the same bytes. A type's protobuf encoding has
+// no TypeMeta: objects Encode keeps come back without their Kind and
+// APIVersion once they have left the cache, as objects the API server sent
+// in protobuf always are.
+type Compact[PP any] struct {
+	dec *Decoder[PP]
+	// marshal is set when Encode writes protobuf: PP has the generated
+	// encoder and dec a protobuf plan.
+	marshal bool
+	// labels is the op of ObjectMeta.Labels in dec's plan, for Labels;
+	// nil if P has none.
+	labels *op
+
+	mu    sync.Mutex // guards runs and split
+	runs  sharedRuns
+	split splitter
+
+	cache decodedCache
+	bufs  sync.Pool // of *[]byte: buffers to put a record's encoding back together in
+}
+
+// protoSizer is the generated protobuf encoder of the built-in types.
+type protoSizer interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// NewCompact returns a Compact decoding with dec. Objects of a type with a
+// protobuf encoding (dec decodes protobuf, and PP has the generated
+// encoder) are kept in protobuf, others in JSON.
+func NewCompact[PP any](dec *Decoder[PP]) *Compact[PP] {
+	c := &Compact[PP]{dec: dec, runs: newSharedRuns(), cache: newDecodedCache(DecodedCacheSize)}
+	c.split.runs = &c.runs
+	var zero PP
+	_, sizer := any(zero).(protoSizer)
+	c.marshal = dec.plan != nil && sizer
+	if dec.plan != nil {
+		if m := dec.plan.lookup(1); m != nil && m.typ == objectMetaType && m.plan != nil {
+			if l := m.plan.lookup(11); l != nil && l.typ == stringMapType {
+				c.labels = l
+			}
+		}
+	}
+	return c
+}
+
+// Encode returns the record of obj, encoded in protobuf or JSON, and keeps
+// obj as its decoded object, so that reading the record soon after gets
+// obj itself.
+func (c *Compact[PP]) Encode(obj PP) (*Record, error) {
+	bp := c.buf()
+	defer c.bufs.Put(bp)
+	var b []byte
+	var err error
+	if c.marshal {
+		m := any(obj).(protoSizer)
+		n := m.Size()
+		full := growTo(*bp, n)
+		*bp = full[:0]
+		var w int
+		if w, err = m.MarshalToSizedBuffer(full); err == nil {
+			b = full[n-w:] // it writes from the end
+		}
+	} else {
+		b, err = json.Marshal(obj)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("wire: encode %s: %w", c.dec.tname, err)
+	}
+	r := c.record(b, !c.marshal)
+	c.keep(r, obj)
+	return r, nil
+}
+
+// Protobuf returns the record of b, the bare protobuf message of a T (a
+// LIST's item), after checking that it decodes (see Decoder.Validate); its
+// error is the one decoding b would return. b may be reused once it
+// returns.
+func (c *Compact[PP]) Protobuf(b []byte) (*Record, error) {
+	if err := c.dec.Validate(b); err != nil {
+		return nil, err
+	}
+	return c.record(b, false), nil
+}
+
+// record returns the record of b, a valid encoding.
+func (c *Compact[PP]) record(b []byte, json bool) *Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.split.record(b, json)
+}
+
+// Decode returns the object of r: the one r caches, or a new one decoded
+// from r, which r then caches.
+func (c *Compact[PP]) Decode(r *Record) (PP, error) {
+	if p := r.cached(); p != nil {
+		if !r.hot.Load() {
+			r.hot.Store(true)
+		}
+		return cast[PP](p), nil
+	}
+	bp := c.buf()
+	b := r.AppendTo((*bp)[:0])
+	var obj PP
+	var err error
+	if r.json {
+		obj, err = c.dec.JSON(b)
+	} else {
+		obj, err = c.dec.Protobuf(b)
+	}
+	*bp = b[:0]
+	c.bufs.Put(bp)
+	if err != nil {
+		var zero PP
+		return zero, err
+	}
+	return c.keep(r, obj), nil
+}
+
+// keep makes obj the decoded object of r, unless another read did so
+// first: it returns the object r holds.
+func (c *Compact[PP]) keep(r *Record, obj PP) PP {
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&obj))
+	if p == nil {
+		return obj
+	}
+	if !atomic.CompareAndSwapPointer(&r.obj, nil, p) {
+		if q := r.cached(); q != nil {
+			return cast[PP](q)
+		}
+		return obj
+	}
+	c.cache.add(r)
+	return obj
+}
+
+// Cached returns how many records hold a decoded object.
+func (c *Compact[PP]) Cached() int { return c.cache.len() }
+
+// SharedBytes returns the length of the runs the records share, as far as
+// c knows them: each is counted once, however many records point at it.
+func (c *Compact[PP]) SharedBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs.bytes
+}
+
+// Labels returns the labels of r's object, without decoding the rest of it
+// when r holds protobuf: the map is shared with other objects that have
+// the same labels, never to be modified.
+func (c *Compact[PP]) Labels(r *Record) (map[string]string, error) {
+	if p := r.cached(); p != nil || r.json || c.labels == nil {
+		obj, err := c.Decode(r)
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := any(obj).(interface{ GetLabels() map[string]string }); ok {
+			return m.GetLabels(), nil
+		}
+		return nil, nil
+	}
+	bp := c.buf()
+	defer c.bufs.Put(bp)
+	b := r.AppendTo((*bp)[:0])
+	*bp = b[:0]
+	return c.ProtobufLabels(b)
+}
+
+// ProtobufLabels returns the labels of the object whose bare protobuf
+// message is b, as Labels does.
+func (c *Compact[PP]) ProtobufLabels(b []byte) (map[string]string, error) {
+	if c.labels == nil {
+		return nil, fmt.Errorf("%w: %s has no protobuf labels", ErrMalformed, c.dec.tname)
+	}
+	var m map[string]string
+	err := fields(b, func(num int32, typ int, meta []byte) error {
+		if num != 1 || typ != wireBytes {
+			return nil
+		}
+		c.dec.mu.Lock()
+		defer c.dec.mu.Unlock()
+		s := state{strs: c.dec.strs, maps: c.dec.maps, filter: c.dec.opts.Annotations}
+		for i := 0; i < len(meta); {
+			num, typ, next, err := tag(meta, i)
+			if err != nil {
+				return err
+			}
+			if num != 11 || typ != wireBytes {
+				if i, err = skip(meta, next, typ); err != nil {
+					return err
+				}
+				continue
+			}
+			if s.maps != nil {
+				i, err = s.stringMap(meta, i, num, unsafe.Pointer(&m), c.labels)
+			} else {
+				i, err = s.field(meta, next, typ, unsafe.Pointer(&m), c.labels)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, &DecodeError{Path: "metadata.labels", Err: err}
+	}
+	return m, nil
+}
+
+// HasResourceVersion reports whether r's object has resourceVersion rv,
+// which it reads from r's bytes when r holds protobuf.
+func (c *Compact[PP]) HasResourceVersion(r *Record, rv []byte) (bool, error) {
+	if r.json {
+		obj, err := c.Decode(r)
+		if err != nil {
+			return false, err
+		}
+		m, ok := any(obj).(interface{ GetResourceVersion() string })
+		return ok && m.GetResourceVersion() == string(rv), nil
+	}
+	bp := c.buf()
+	defer c.bufs.Put(bp)
+	b := r.AppendTo((*bp)[:0])
+	*bp = b[:0]
+	ref, err := PeekProtobufMeta(b)
+	if err != nil {
+		return false, err
+	}
+	return string(ref.ResourceVersion) == string(rv), nil
+}
+
+// buf returns a buffer from the pool.
+func (c *Compact[PP]) buf() *[]byte {
+	if bp, ok := c.bufs.Get().(*[]byte); ok {
+		return bp
+	}
+	return new([]byte)
+}
+
+// growTo returns b with length n, reallocated if it is too short.
+func growTo(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}

@@ -1,0 +1,274 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func newPodCompact(t testing.TB) (*Decoder[*corev1.Pod], *Compact[*corev1.Pod]) {
+	t.Helper()
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, NewCompact(d)
+}
+
+// A record gives back the bytes it was made from, and decodes into the
+// object they decode into; Pods share most of their bytes.
+func TestCompactRoundTrip(t *testing.T) {
+	d, c := newPodCompact(t)
+	raw, kept := 0, 0
+	for i := range 200 {
+		b := marshalPod(t, benchPod(i))
+		r, err := c.Protobuf(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.AppendTo(nil); !bytes.Equal(got, b) {
+			t.Fatalf("Pod %d: the record gives back other bytes", i)
+		}
+		if r.Len() != len(b) || r.JSON() {
+			t.Fatalf("Pod %d: Len %d JSON %v, want %d false", i, r.Len(), r.JSON(), len(b))
+		}
+		want, err := d.Protobuf(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Decode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("Pod %d decodes otherwise (-want +got):\n%s", i, diff)
+		}
+		raw += len(b)
+		kept += r.Bytes()
+	}
+	// benchPod's Pods differ in a few fields: a record keeps little more
+	// than those.
+	if kept > raw/2 {
+		t.Errorf("records hold %d bytes of %d", kept, raw)
+	}
+	t.Logf("%d B of protobuf a Pod, %d B a record, %d B shared once", raw/200, kept/200, c.SharedBytes())
+}
+
+// A record that fails to validate is refused with the decoder's error.
+func TestCompactRefusesBadBytes(t *testing.T) {
+	d, c := newPodCompact(t)
+	b := marshalPod(t, benchPod(1))
+	bad := b[:len(b)-3]
+	_, want := d.Protobuf(bad)
+	_, err := c.Protobuf(bad)
+	if err == nil || want == nil || err.Error() != want.Error() {
+		t.Fatalf("Protobuf of a truncated Pod: %v, want %v", err, want)
+	}
+	if !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrMalformed) {
+		t.Errorf("%v is not a decoding error", err)
+	}
+}
+
+// Encode keeps the object itself as the record's decoded object; a record
+// decoded twice gives one object until the cache lets it go, then an equal
+// one.
+func TestCompactDecodedCache(t *testing.T) {
+	d, c := newPodCompact(t)
+	// As the API server sends it: its times to the second.
+	p, err := d.Protobuf(marshalPod(t, benchPod(7)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.cached() != unsafe.Pointer(p) {
+		t.Error("Encode does not keep the encoded object")
+	}
+	for i := range DecodedCacheSize {
+		if _, err := c.Encode(benchPod(100 + i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Cached(); n != DecodedCacheSize {
+		t.Errorf("%d objects cached, want %d", n, DecodedCacheSize)
+	}
+	if r.cached() != nil {
+		t.Fatal("the first record still holds its object after a full turn of others")
+	}
+	a, err := c.Decode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == p {
+		t.Fatal("a decoded object is the one encoded, which the cache let go")
+	}
+	if diff := cmp.Diff(p, a); diff != "" {
+		t.Errorf("decoded otherwise than encoded (-want +got):\n%s", diff)
+	}
+	if b, _ := c.Decode(r); b != a {
+		t.Error("two reads of a record in the cache give two objects")
+	}
+	if got, _ := c.Decode(r); got != a {
+		t.Error("a third read gives another object")
+	}
+}
+
+// A record read since the clock hand passed stays cached; one not read
+// goes first.
+func TestCompactCacheKeepsHotRecords(t *testing.T) {
+	_, c := newPodCompact(t)
+	var recs []*Record
+	for i := range DecodedCacheSize {
+		r, err := c.Encode(benchPod(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	hot := recs[0]
+	if _, err := c.Decode(hot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Encode(benchPod(5000)); err != nil {
+		t.Fatal(err)
+	}
+	if hot.cached() == nil {
+		t.Error("the hot record lost its object")
+	}
+	if recs[1].cached() != nil {
+		t.Error("the record after it, not read, kept its object")
+	}
+}
+
+// Concurrent reads of one record get one object, or equal ones.
+func TestCompactConcurrentDecode(t *testing.T) {
+	_, c := newPodCompact(t)
+	r, err := c.Protobuf(marshalPod(t, benchPod(3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	objs := make([]*corev1.Pod, 8)
+	for i := range objs {
+		wg.Go(func() {
+			p, err := c.Decode(r)
+			if err != nil {
+				t.Error(err)
+			}
+			objs[i] = p
+		})
+	}
+	wg.Wait()
+	for _, p := range objs[1:] {
+		if p != objs[0] {
+			t.Fatal("concurrent reads of one record got two objects")
+		}
+	}
+}
+
+// Labels reads what decoding would, and shares the map.
+func TestCompactLabels(t *testing.T) {
+	d, c := newPodCompact(t)
+	for i := range 5 {
+		b := marshalPod(t, benchPod(i))
+		r, err := c.Protobuf(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := d.Protobuf(b)
+		got, err := c.Labels(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want.Labels, got); diff != "" {
+			t.Errorf("labels of Pod %d (-want +got):\n%s", i, diff)
+		}
+		if ok, err := c.HasResourceVersion(r, []byte(want.ResourceVersion)); !ok || err != nil {
+			t.Errorf("HasResourceVersion(%q) = %v, %v", want.ResourceVersion, ok, err)
+		}
+		if ok, _ := c.HasResourceVersion(r, []byte("1")); ok {
+			t.Error("HasResourceVersion(\"1\") = true")
+		}
+	}
+	none, err := c.Encode(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.Labels(none); m != nil || err != nil {
+		t.Errorf("labels of a Pod without any: %v, %v", m, err)
+	}
+}
+
+// Objects without protobuf are kept in JSON, with their runs shared too.
+func TestCompactJSON(t *testing.T) {
+	d, err := NewDecoder[*unstructured.Unstructured, *unstructured.Unstructured](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCompact(d)
+	kept, raw := 0, 0
+	for i := range 50 {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(fmt.Appendf(nil, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w-%d","namespace":"ns","resourceVersion":"%d","labels":{"app":"a-%d","app.kubernetes.io/part-of":"informer-bench"},"managedFields":[{"manager":"m","operation":"Update","fieldsV1":{"f:spec":{"f:size":{},"f:color":{},"f:owner":{}}}}]},"spec":{"size":%d,"color":"a long color name that every widget has"}}`, i, 100+i, i%3, i), u); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Encode(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.JSON() {
+			t.Fatal("an Unstructured record is not JSON")
+		}
+		r.obj = nil // as if the cache had let it go
+		got, err := c.Decode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(u, got); diff != "" {
+			t.Fatalf("widget %d decodes otherwise (-want +got):\n%s", i, diff)
+		}
+		labels, err := c.Labels(r)
+		if err != nil || labels["app"] != fmt.Sprint("a-", i%3) {
+			t.Fatalf("labels %v, %v", labels, err)
+		}
+		kept += r.Bytes()
+		raw += r.Len()
+		if runs, _ := r.Shared(); i > 3 && runs < 3 {
+			t.Errorf("widget %d shares %d runs, want its labels, managedFields and color", i, runs)
+		}
+	}
+	if kept > raw*85/100 {
+		t.Errorf("JSON records hold %d bytes of %d", kept, raw)
+	}
+}
+
+// FuzzCompactSplit makes records of arbitrary bytes, as protobuf and as
+// JSON, two in turn through one table: each gives back its bytes.
+func FuzzCompactSplit(f *testing.F) {
+	f.Add(marshalPod(f, benchPod(1)), marshalPod(f, benchPod(2)))
+	f.Add([]byte(`{"a":{"b":"0123456789012345678901234567890123456789"},"c":[1,2,{"d":"0123456789012345678901234567890123456789"}]}`),
+		[]byte(`{"c":[1,2,{"d":"0123456789012345678901234567890123456789"}],"e":"\"}"}`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		runs := newSharedRuns()
+		s := splitter{runs: &runs}
+		for _, json := range []bool{false, true} {
+			for _, src := range [][]byte{a, b, a} {
+				r := s.record(src, json)
+				if got := r.AppendTo(nil); !bytes.Equal(got, src) {
+					t.Fatalf("json=%v: record of %q gives back %q", json, src, got)
+				}
+			}
+		}
+	})
+}
