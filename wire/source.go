@@ -109,6 +109,11 @@ func (s *Source[PP]) List(ctx context.Context, opts metav1.ListOptions) ([]PP, m
 		}
 		return items, lm, nil
 	}
+	return s.listJSON(r)
+}
+
+// listJSON decodes the JSON body of a LIST response from r.
+func (s *Source[PP]) listJSON(r io.Reader) ([]PP, metav1.ListMeta, error) {
 	body, err := io.ReadAll(r)
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
