@@ -26,7 +26,8 @@ type event[T any] struct {
 	obj      T      // evAdd, evUpdate, evDelete
 	list     []T    // evReplace
 	keys     []string
-	rv       string // evReplace, evBookmark
+	enc      *encodedList[T] // evReplace from a compact source: the list, instead of list and keys
+	rv       string          // evReplace, evBookmark
 }
 
 // eventQueue is the informer's default queue. Unlike a DeltaFIFO it does not
@@ -130,6 +131,24 @@ func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.pushLocked(event[T]{kind: evReplace, list: list, keys: keys, rv: resourceVersion})
+	q.replacedLocked(q.events.Len())
+	return nil
+}
+
+// replaceEncoded is Replace for a list from a compact source, which the
+// informer's compact store keeps as it is. With a transform, whose input
+// is an object, the list is decoded and transformed as Replace does.
+func (q *eventQueue[T]) replaceEncoded(list *encodedList[T], resourceVersion string) error {
+	if q.transform != nil {
+		objs, _, err := list.decoded()
+		if err != nil {
+			return err
+		}
+		return q.Replace(objs, resourceVersion)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pushLocked(event[T]{kind: evReplace, enc: list, rv: resourceVersion})
 	q.replacedLocked(q.events.Len())
 	return nil
 }

@@ -90,8 +90,12 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 	width, added := next.len(), next.len()-old.len()
 	vals := make([][]string, len(slots)*added)
 	for i, sl := range slots {
+		obj, err := x.writtenObject(sl)
+		if err != nil {
+			return err
+		}
 		for j := range added {
-			v, err := next.value(old.len()+j, sl.obj)
+			v, err := next.value(old.len()+j, obj)
 			if err != nil {
 				return err
 			}
@@ -116,6 +120,10 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 // ByIndex returns the objects whose indexName index has indexedValue, in
 // unspecified order, in one newly allocated slice.
 func (x *Indexer[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
+	if x.compact != nil {
+		es, err := x.bucketEntries(indexName, indexedValue)
+		return x.objects(x.materialize(es)), err
+	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	b, err := x.idx.Load().bucket(indexName, indexedValue)
@@ -125,6 +133,22 @@ func (x *Indexer[T]) ByIndex(indexName, indexedValue string) ([]T, error) {
 	out := make([]T, 0, b.len())
 	for sl := range b.all {
 		out = append(out, sl.obj)
+	}
+	return out, nil
+}
+
+// bucketEntries returns the entries of the bucket of indexedValue in the
+// index indexName, in a new slice.
+func (x *Indexer[T]) bucketEntries(indexName, indexedValue string) ([]entry[T], error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	b, err := x.idx.Load().bucket(indexName, indexedValue)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]entry[T], 0, b.len())
+	for sl := range b.all {
+		out = append(out, sl.entry())
 	}
 	return out, nil
 }
@@ -148,9 +172,12 @@ func (x *Indexer[T]) yieldBucket(indexName, indexedValue string, yield func(stri
 	x.mu.RLock()
 	b, _ := x.idx.Load().bucket(indexName, indexedValue)
 	for sl := range b.all {
-		*buf = append(*buf, entry[T]{sl.key, sl.obj})
+		*buf = append(*buf, sl.entry())
 	}
 	x.mu.RUnlock()
+	if x.compact != nil {
+		*buf = x.materialize(*buf)
+	}
 	for _, e := range *buf {
 		if !yield(e.key, e.obj) {
 			return
@@ -179,6 +206,14 @@ func (x *Indexer[T]) IndexKeys(indexName, indexedValue string) ([]string, error)
 // Index returns the stored objects that share at least one indexName value
 // with obj, in unspecified order.
 func (x *Indexer[T]) Index(indexName string, obj T) ([]T, error) {
+	if x.compact != nil {
+		var es []entry[T]
+		err := x.collect(indexName, obj, func(sl *slot[T]) { es = append(es, sl.entry()) })
+		if es = x.materialize(es); len(es) == 0 {
+			return nil, err
+		}
+		return x.objects(es), err
+	}
 	var out []T
 	err := x.collect(indexName, obj, func(sl *slot[T]) {
 		out = append(out, sl.obj)
@@ -198,8 +233,11 @@ func (x *Indexer[T]) IndexSeq(indexName string, obj T) (iter.Seq2[string, T], er
 		buf := x.getSnapshot()
 		defer x.putSnapshot(buf)
 		x.mu.RLock()
-		x.union(indexName, vals, func(sl *slot[T]) { *buf = append(*buf, entry[T]{sl.key, sl.obj}) })
+		x.union(indexName, vals, func(sl *slot[T]) { *buf = append(*buf, sl.entry()) })
 		x.mu.RUnlock()
+		if x.compact != nil {
+			*buf = x.materialize(*buf)
+		}
 		for _, e := range *buf {
 			if !yield(e.key, e.obj) {
 				return

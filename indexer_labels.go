@@ -52,7 +52,11 @@ func (x *Indexer[T]) AddLabelIndex(labelsOf LabelsFunc[T]) error {
 	// without mu; mu is held only to publish the index.
 	li := newLabelIndex()
 	for sl := range x.arena.live {
-		li.set(sl.id, labelsOf(sl.obj))
+		lbls, err := x.writtenLabels(sl, labelsOf)
+		if err != nil {
+			return err
+		}
+		li.set(sl.id, lbls)
 	}
 	x.mu.Lock()
 	x.labels, x.labelsOf = li, labelsOf
@@ -102,8 +106,11 @@ type selectBuf[T any] struct {
 // accepts reports whether obj, a candidate, passes the requirements the
 // index could not answer; its callers skip it when acceptsAll. It runs
 // holding no lock.
-func (b *selectBuf[T]) accepts(obj T) bool {
-	ls := labels.Set(b.labelsOf(obj))
+func (b *selectBuf[T]) accepts(obj T) bool { return b.acceptsLabels(b.labelsOf(obj)) }
+
+// acceptsLabels is accepts for a candidate with labels m.
+func (b *selectBuf[T]) acceptsLabels(m map[string]string) bool {
+	ls := labels.Set(m)
 	if b.whole != nil && !b.whole.Matches(ls) {
 		return false
 	}
@@ -118,6 +125,29 @@ func (b *selectBuf[T]) accepts(obj T) bool {
 // acceptsAll reports whether every candidate passes: whether the index
 // answered every requirement.
 func (b *selectBuf[T]) acceptsAll() bool { return b.whole == nil && len(b.q.filter) == 0 }
+
+// accepted reports whether every candidate of b passes, as acceptsAll
+// does. In a compact store it first leaves only the candidates that pass,
+// their records decoded, and returns true.
+func (x *Indexer[T]) accepted(b *selectBuf[T]) bool {
+	all := b.acceptsAll()
+	if x.compact == nil {
+		return all
+	}
+	if !all {
+		n := 0
+		for _, e := range b.entries {
+			if x.acceptsRecord(b, e) {
+				b.entries[n] = e
+				n++
+			}
+		}
+		clear(b.entries[n:])
+		b.entries = b.entries[:n]
+	}
+	b.entries = x.materialize(b.entries)
+	return true
+}
 
 func (x *Indexer[T]) getSelection() *selectBuf[T] {
 	if b, ok := x.selections.Get().(*selectBuf[T]); ok {
@@ -142,7 +172,7 @@ func (x *Indexer[T]) yieldSelected(namespace string, inNamespace bool, selector 
 	if !x.selectLocked(b, namespace, inNamespace, selector) {
 		return false
 	}
-	all := b.acceptsAll()
+	all := x.accepted(b)
 	for _, e := range b.entries {
 		if (all || b.accepts(e.obj)) && !yield(e.key, e.obj) {
 			break
@@ -159,7 +189,7 @@ func (x *Indexer[T]) yieldSelectedObjects(namespace string, inNamespace bool, se
 	if !x.selectLocked(b, namespace, inNamespace, selector) {
 		return false
 	}
-	all := b.acceptsAll()
+	all := x.accepted(b)
 	for _, e := range b.entries {
 		if (all || b.accepts(e.obj)) && !yield(e.obj) {
 			break
@@ -176,7 +206,7 @@ func (x *Indexer[T]) selectList(namespace string, inNamespace bool, selector lab
 	if !x.selectLocked(b, namespace, inNamespace, selector) {
 		return nil, false
 	}
-	n, all := 0, b.acceptsAll()
+	n, all := 0, x.accepted(b)
 	for _, e := range b.entries {
 		if all || b.accepts(e.obj) {
 			b.entries[n] = e
@@ -249,13 +279,13 @@ func (x *Indexer[T]) selectLocked(b *selectBuf[T], namespace string, inNamespace
 	case nsBucket != nil:
 		for sl := range nsBucket.all {
 			if li.hasAll(q, 0, sl.id) {
-				b.entries = append(b.entries, entry[T]{sl.key, sl.obj})
+				b.entries = append(b.entries, sl.entry())
 			}
 		}
 	default:
 		// No requirement the index answers: every object is a candidate.
 		for sl := range x.arena.live {
-			b.entries = append(b.entries, entry[T]{sl.key, sl.obj})
+			b.entries = append(b.entries, sl.entry())
 		}
 	}
 	return true
@@ -271,7 +301,7 @@ func (x *Indexer[T]) collectLocked(b *selectBuf[T], li *labelIndex, ids []uint32
 		if !li.hasAll(&b.q, 1, id) || (nsBucket != nil && !nsBucket.has(sl, nsPos, namespace)) {
 			continue
 		}
-		b.entries = append(b.entries, entry[T]{sl.key, sl.obj})
+		b.entries = append(b.entries, sl.entry())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/typedkube/informer/wire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -89,6 +90,27 @@ type SharedIndexInformerOptions[T Object] struct {
 	// took (see Metrics). Default nil: nothing is told, and no clock is
 	// read for it. Counters and gauges are in Stats.
 	Metrics Metrics
+	// Compact keeps each cached object in its encoded form instead of as
+	// a T: protobuf for the built-in types (the bytes the API server sent,
+	// when the informer's source is a Factory's), JSON for others, with
+	// the runs of bytes objects have in common (labels, container specs,
+	// managedFields) kept once (see wire.Record), and a cache of the last
+	// wire.DecodedCacheSize objects decoded in front. The cache holds a
+	// Pod in about a quarter of the heap client-go's does (README,
+	// "Compact store"). Keys, indexes, the label index, listers, handlers,
+	// tombstones and read-your-writes work as without it; index functions
+	// run once, when an object is written, on the object (the namespace
+	// and label indexes read the object's key and bytes instead, when it
+	// arrives encoded). Every read that returns an object the cache does
+	// not hold decodes it, a few microseconds for a Pod: do not use it for
+	// a controller that lists every object on each reconcile. Objects
+	// handed out are shared, as always: never modify them. T must be a
+	// pointer to a struct that package wire decodes (any API type,
+	// *unstructured.Unstructured, not a projection). Default false.
+	Compact bool
+	// codec is the compact store's codec, set by a Factory that shares it
+	// with its source; nil makes one.
+	codec recordCodec[T]
 }
 
 // SharedIndexInformer keeps a typed, indexed cache of the objects a
@@ -173,6 +195,18 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 		indexers[name] = f
 	}
 	indexer := NewIndexer(MetaNamespaceKeyFunc[T], indexers)
+	if opts.Compact {
+		codec := opts.codec
+		if codec == nil {
+			dec, err := wire.NewDecoder[T, T](wire.Options{})
+			if err != nil {
+				return nil, fmt.Errorf("informer: a compact store of %T: %w", zero, err)
+			}
+			codec = wire.NewCompact(dec)
+		}
+		_, ownNamespaceIndex := opts.Indexers[NamespaceIndex]
+		indexer.setCompact(codec, !ownNamespaceIndex, true)
+	}
 	if !opts.NoLabelIndex {
 		_ = indexer.AddLabelIndex(MetaLabelsFunc[T]) // cannot fail on a new Indexer
 	}

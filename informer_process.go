@@ -106,7 +106,7 @@ func (s *SharedIndexInformer[T]) applyEvent(ctx context.Context, e *event[T], in
 		s.indexer.deleteKey(e.key)
 		return append(notes, notification[T]{kind: nDelete, key: e.key, old: e.obj})
 	case evReplace:
-		return s.replace(ctx, e.list, e.keys, initial, notes)
+		return s.replace(ctx, e.list, e.keys, e.enc, initial, notes)
 	case evResync:
 		return s.resync(notes)
 	}
@@ -119,12 +119,26 @@ func (s *SharedIndexInformer[T]) applyEvent(ctx context.Context, e *event[T], in
 func (s *SharedIndexInformer[T]) upsert(ctx context.Context, key string, obj T, initial bool, notes []notification[T]) []notification[T] {
 	old, existed, err := s.indexer.upsert(key, obj, true)
 	if err != nil {
+		if errors.Is(err, errNotCached) {
+			klog.FromContext(ctx).Error(err, "Left an object out of the cache", "key", key)
+			return notes
+		}
 		reportIndexError(ctx, key, err)
 	}
-	if existed {
-		return append(notes, notification[T]{kind: nUpdate, key: key, old: old, new: obj, sync: sameVersion(old, obj)})
+	if !existed {
+		return append(notes, notification[T]{kind: nAdd, key: key, new: obj, initial: initial})
 	}
-	return append(notes, notification[T]{kind: nAdd, key: key, new: obj, initial: initial})
+	prev := old.obj
+	if old.rec != nil { // a compact store: decode the object replaced for the handlers only
+		if len(s.current) == 0 {
+			return notes
+		}
+		var ok bool
+		if prev, ok = s.indexer.objectOf(old); !ok {
+			return append(notes, notification[T]{kind: nAdd, key: key, new: obj, initial: initial})
+		}
+	}
+	return append(notes, notification[T]{kind: nUpdate, key: key, old: prev, new: obj, sync: sameVersion(prev, obj)})
 }
 
 func sameVersion[T Object](a, b T) bool { return a.GetResourceVersion() == b.GetResourceVersion() }
@@ -138,8 +152,33 @@ func reportIndexError(ctx context.Context, key string, err error) {
 // replace applies a relist at once: objects missing from list are deleted,
 // with their final state unknown, and list becomes the cache. The
 // notifications are the deletions, then an add or update per object of
-// list, in list order.
-func (s *SharedIndexInformer[T]) replace(ctx context.Context, list []T, keys []string, initial bool, notes []notification[T]) []notification[T] {
+// list, in list order. From a compact source, the list is enc, whose
+// records a compact store keeps as they are; their objects are decoded
+// for the handlers only.
+func (s *SharedIndexInformer[T]) replace(ctx context.Context, list []T, keys []string, enc *encodedList[T], initial bool, notes []notification[T]) []notification[T] {
+	if s.indexer.compact == nil || len(s.current) > 0 {
+		notes = s.replaceNotes(list, keys, enc, initial, notes)
+	}
+	var err error
+	if enc != nil {
+		err = s.indexer.replaceEncoded(enc, true)
+	} else {
+		err = s.indexer.replace(list, keys, true)
+	}
+	if err != nil {
+		reportIndexError(ctx, "", err)
+	}
+	return notes
+}
+
+// replaceNotes appends the notifications of replace.
+func (s *SharedIndexInformer[T]) replaceNotes(list []T, keys []string, enc *encodedList[T], initial bool, notes []notification[T]) []notification[T] {
+	if enc != nil {
+		keys = make([]string, len(enc.items))
+		for i := range enc.items {
+			keys[i] = enc.items[i].key
+		}
+	}
 	cached := s.indexer.Len() > 0
 	if cached {
 		listed := make(map[string]struct{}, len(keys))
@@ -152,17 +191,22 @@ func (s *SharedIndexInformer[T]) replace(ctx context.Context, list []T, keys []s
 			}
 		}
 	}
-	for i, obj := range list {
-		n := notification[T]{kind: nAdd, key: keys[i], new: obj, initial: initial}
+	for i, key := range keys {
+		var obj T
+		if enc == nil {
+			obj = list[i]
+		} else if o, err := enc.object(i); err == nil {
+			obj = o
+		} else {
+			continue // as reads leave it out (see Store.materialize)
+		}
+		n := notification[T]{kind: nAdd, key: key, new: obj, initial: initial}
 		if cached {
-			if old, ok := s.indexer.GetByKey(keys[i]); ok {
-				n = notification[T]{kind: nUpdate, key: keys[i], old: old, new: obj, sync: sameVersion(old, obj)}
+			if old, ok := s.indexer.GetByKey(key); ok {
+				n = notification[T]{kind: nUpdate, key: key, old: old, new: obj, sync: sameVersion(old, obj)}
 			}
 		}
 		notes = append(notes, n)
-	}
-	if err := s.indexer.replace(list, keys, true); err != nil {
-		reportIndexError(ctx, "", err)
 	}
 	return notes
 }

@@ -20,6 +20,9 @@ import (
 type ListPage[T any] struct {
 	Items []T
 	metav1.ListMeta
+	// encoded holds, from the compact source a Factory makes for a compact
+	// informer, the objects as records instead of Items.
+	encoded encodedList[T]
 }
 
 // ListerWatcher is the source a Reflector lists and watches.

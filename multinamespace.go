@@ -85,6 +85,9 @@ func (m *multiNamespaceListWatch[T]) List(ctx context.Context, opts metav1.ListO
 				return nil, fmt.Errorf("namespace %q: %w: nil list page", m.namespaces[i], ErrUnexpectedObject)
 			}
 			out.Items = append(out.Items, page.Items...)
+			if enc := &page.encoded; len(enc.items) > 0 { // from a compact source
+				out.encoded.items, out.encoded.codec = append(out.encoded.items, enc.items...), enc.codec
+			}
 			if rvs[i] == "" {
 				rvs[i] = page.ResourceVersion
 			}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/typedkube/informer/wire"
 )
 
 // Store is a thread-safe cache of objects of type T, each under the key its
@@ -31,6 +33,9 @@ type Store[T any] struct {
 	// object. Readers never take it.
 	writeMu sync.Mutex
 	scratch [][]string // index values of the write in progress; guarded by writeMu
+	// nsScratch holds the namespace index value of a record being
+	// written to a compact store; guarded by writeMu.
+	nsScratch [1]string
 
 	mu    sync.RWMutex // guards items, arena and the buckets of idx
 	items map[string]*slot[T]
@@ -53,6 +58,11 @@ type Store[T any] struct {
 	// unchanged object (the very same pointer) from a changed one.
 	pointers bool
 	gen      uint32 // relist generation, for patch; guarded by writeMu
+
+	// compact is set, before the Store is first written, for a compact
+	// store, which keeps each object as a record (see store_compact.go):
+	// its slots hold records, never objects.
+	compact *compactState[T]
 }
 
 // slot holds one stored object. Slots live in an arena, so a *slot stays
@@ -64,7 +74,8 @@ type slot[T any] struct {
 	mark uint32 // the Store's relist generation that last saw the slot (see patch)
 	key  string
 	obj  T
-	vals [][]string // the index values of obj, one entry per index of idx, owned by the slot (see setVals)
+	rec  *wire.Record // in a compact store, the object's record; obj is then zero
+	vals [][]string   // the index values of obj, one entry per index of idx, owned by the slot (see setVals)
 	one  []string   // per index: where vals keeps a single value
 	pos  []int32    // per index with one value: the slot's position in its bucket
 }
@@ -94,10 +105,17 @@ func (sl *slot[T]) setAllVals(vals [][]string) {
 	}
 }
 
+// entry is a stored object as a read takes it out under the lock: its
+// object, or in a compact store its record, which the read decodes once
+// the lock is released (see materialize).
 type entry[T any] struct {
 	key string
 	obj T
+	rec *wire.Record
 }
+
+// entry returns the slot's entry.
+func (sl *slot[T]) entry() entry[T] { return entry[T]{sl.key, sl.obj, sl.rec} }
 
 // NewStore returns an empty Store that keys objects with keyFunc. It panics
 // if keyFunc is nil.
@@ -154,10 +172,14 @@ func (s *Store[T]) Get(obj T) (item T, exists bool, err error) {
 func (s *Store[T]) GetByKey(key string) (item T, exists bool) {
 	s.mu.RLock()
 	sl, ok := s.items[key]
+	var rec *wire.Record
 	if ok {
-		item = sl.obj
+		item, rec = sl.obj, sl.rec
 	}
 	s.mu.RUnlock()
+	if rec != nil {
+		return s.decode(key, rec)
+	}
 	return item, ok
 }
 
@@ -171,6 +193,9 @@ func (s *Store[T]) Len() int {
 // List returns every stored object, in unspecified order, in one newly
 // allocated slice.
 func (s *Store[T]) List() []T {
+	if s.compact != nil {
+		return s.objects(s.snapshot())
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]T, 0, len(s.items))
@@ -231,7 +256,7 @@ func (s *Store[T]) yieldAll(yield func(string, T) bool) {
 			c := chunks[ci]
 			for ; si < c.used && n < len(buf); si++ {
 				if sl := &c.slots[si]; sl.key != "" {
-					buf[n] = entry[T]{sl.key, sl.obj}
+					buf[n] = sl.entry()
 					n++
 				}
 			}
@@ -240,7 +265,11 @@ func (s *Store[T]) yieldAll(yield func(string, T) bool) {
 			}
 		}
 		s.mu.RUnlock()
-		for _, e := range buf[:n] {
+		batch := buf[:n]
+		if s.compact != nil {
+			batch = s.materialize(batch)
+		}
+		for _, e := range batch {
 			if !yield(e.key, e.obj) {
 				return
 			}
@@ -254,10 +283,13 @@ func (s *Store[T]) yieldAll(yield func(string, T) bool) {
 // snapshot returns the keys and objects of the Store in a new slice.
 func (s *Store[T]) snapshot() []entry[T] {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	out := make([]entry[T], 0, len(s.items))
 	for sl := range s.arena.live {
-		out = append(out, entry[T]{sl.key, sl.obj})
+		out = append(out, sl.entry())
+	}
+	s.mu.RUnlock()
+	if s.compact != nil {
+		out = s.materialize(out)
 	}
 	return out
 }
@@ -296,6 +328,9 @@ func (s *Store[T]) Replace(list []T, resourceVersion string) error {
 // and the first such error is returned; otherwise the first error fails the
 // call and changes nothing.
 func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
+	if s.compact != nil {
+		return s.replaceObjects(list, keys, lenient)
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if lenient && s.fewChanges(list, keys) {
@@ -423,7 +458,7 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range changes {
-		s.putLocked(keys[c.i], list[c.i], c.vals, c.lbls)
+		s.putLocked(keys[c.i], list[c.i], nil, c.vals, c.lbls)
 		s.items[keys[c.i]].mark = gen
 	}
 	for key, sl := range s.items {
@@ -440,9 +475,12 @@ func (s *Store[T]) put(key string, obj T) error {
 	return err
 }
 
-// upsert stores obj under key and returns the object it replaced. lenient
-// is as for replace.
-func (s *Store[T]) upsert(key string, obj T, lenient bool) (old T, existed bool, err error) {
+// upsert stores obj under key and returns the entry it replaced (see
+// objectOf). lenient is as for replace.
+func (s *Store[T]) upsert(key string, obj T, lenient bool) (old entry[T], existed bool, err error) {
+	if s.compact != nil {
+		return s.upsertRecord(key, encoded[T]{key: key, obj: obj, decoded: true}, lenient)
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	vals, err := s.idx.Load().values(obj, s.scratch[:0], lenient)
@@ -455,15 +493,16 @@ func (s *Store[T]) upsert(key string, obj T, lenient bool) (old T, existed bool,
 		lbls = s.labelsOf(obj)
 	}
 	s.mu.Lock()
-	old, existed = s.putLocked(key, obj, vals, lbls)
+	old, existed = s.putLocked(key, obj, nil, vals, lbls)
 	s.mu.Unlock()
 	clear(vals)
 	return old, existed, err
 }
 
-// putLocked stores obj, whose index values are vals and labels lbls, under
-// key, and returns the object it replaced. The caller holds writeMu and mu.
-func (s *Store[T]) putLocked(key string, obj T, vals [][]string, lbls map[string]string) (old T, existed bool) {
+// putLocked stores obj, or in a compact store its record rec, whose index
+// values are vals and labels lbls, under key, and returns the entry it
+// replaced. The caller holds writeMu and mu.
+func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]string, lbls map[string]string) (old entry[T], existed bool) {
 	idx := s.idx.Load()
 	sl, ok := s.items[key]
 	if !ok {
@@ -473,10 +512,13 @@ func (s *Store[T]) putLocked(key string, obj T, vals [][]string, lbls map[string
 		sl.setAllVals(vals)
 		idx.index(sl)
 	} else {
-		old, existed = sl.obj, true
+		old, existed = sl.entry(), true
 		idx.reindex(sl, vals)
 	}
-	sl.obj = obj
+	sl.obj, sl.rec = obj, rec
+	if s.compact != nil {
+		s.compact.account(old.rec, rec)
+	}
 	if s.labels != nil {
 		s.labels.set(sl.id, lbls)
 	}
@@ -485,7 +527,7 @@ func (s *Store[T]) putLocked(key string, obj T, vals [][]string, lbls map[string
 
 // deleteKey removes the object stored under key and reports whether there
 // was one.
-func (s *Store[T]) deleteKey(key string) (T, bool) {
+func (s *Store[T]) deleteKey(key string) (entry[T], bool) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
@@ -495,18 +537,20 @@ func (s *Store[T]) deleteKey(key string) (T, bool) {
 
 // deleteLocked removes the object stored under key. The caller holds writeMu
 // and mu.
-func (s *Store[T]) deleteLocked(key string) (T, bool) {
+func (s *Store[T]) deleteLocked(key string) (entry[T], bool) {
 	sl, ok := s.items[key]
 	if !ok {
-		var zero T
-		return zero, false
+		return entry[T]{}, false
 	}
-	obj := sl.obj
+	old := sl.entry()
+	if s.compact != nil {
+		s.compact.account(old.rec, nil)
+	}
 	s.idx.Load().unindex(sl)
 	if s.labels != nil {
 		s.labels.remove(sl.id)
 	}
 	delete(s.items, key)
 	s.arena.release(sl)
-	return obj, true
+	return old, true
 }
