@@ -76,8 +76,8 @@ type slot[T any] struct {
 	obj  T
 	rec  *wire.Record // in a compact store, the object's record; obj is then zero
 	vals [][]string   // the index values of obj, one entry per index of idx, owned by the slot (see setVals)
-	one  []string   // per index: where vals keeps a single value
-	pos  []int32    // per index with one value: the slot's position in its bucket
+	one  []string     // per index: where vals keeps a single value
+	pos  []int32      // per index with one value: the slot's position in its bucket
 }
 
 // setVals records v as the values of index i. The slot keeps its own copy,
