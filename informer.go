@@ -202,7 +202,7 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 			if err != nil {
 				return nil, fmt.Errorf("informer: a compact store of %T: %w", zero, err)
 			}
-			codec = wire.NewCompact(dec)
+			codec = wire.NewCompact(dec, wire.DecodedCacheSize)
 		}
 		_, ownNamespaceIndex := opts.Indexers[NamespaceIndex]
 		indexer.setCompact(codec, !ownNamespaceIndex, true)

@@ -62,8 +62,10 @@ func normalizeHandlerCalls(calls []string) []string {
 // one fake source, applies the changes encoded in data (bursts of watch
 // events, pauses, relists after missed changes, resync periods passing,
 // handlers added late) and compares, handler by handler, the calls each
-// received.
-func runInformerDiff(t *testing.T, data []byte) {
+// received. With compact set, our informer keeps a compact store, written
+// as objects (compactObjects) or, from a source that lists records as a
+// Factory's does, as records (compactRecords).
+func runInformerDiff(t *testing.T, data []byte, compact compactMode) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &opReader{data: data}
 		src := newFakeSource()
@@ -97,11 +99,18 @@ func runInformerDiff(t *testing.T, data []byte) {
 		}
 
 		defaultResync := time.Duration(r.intn(2)) * 20 * time.Second
-		typed, err := NewSharedIndexInformer(src.Typed(), SharedIndexInformerOptions[*corev1.Pod]{
+		var typed *SharedIndexInformer[*corev1.Pod]
+		lw := src.Typed()
+		if compact == compactRecords {
+			lw = newRecordListWatch(lw, func() *Indexer[*corev1.Pod] { return typed.GetIndexer() })
+		}
+		typed, err := NewSharedIndexInformer(lw, SharedIndexInformerOptions[*corev1.Pod]{
 			DefaultResyncPeriod: defaultResync,
 			Reflector: ReflectorOptions{WatchList: WatchListOff, WatchErrorHandler: func(_ context.Context, err error) {
 				src.tracef("typed error: %v", err)
 			}},
+			Compact: compact != notCompact,
+			codec:   recordCodecOf(lw),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -223,6 +232,9 @@ func runInformerDiff(t *testing.T, data []byte) {
 		if got, want := podsString(typed.GetIndexer().List()), podsString(toPods(upstream.GetStore().List())); got != want {
 			t.Fatalf("caches differ: typed %s, upstream %s", got, want)
 		}
+		if ok, _ := typed.GetIndexer().Compact(); ok != (compact != notCompact) {
+			t.Fatalf("the cache is compact: %v, want %v", ok, compact != notCompact)
+		}
 		src.DropWatches()
 	})
 }
@@ -244,11 +256,34 @@ func dropSameVersionUpdates(calls []string) ([]string, int) {
 
 func TestInformerDifferential(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
-	runRandomSequences(t, 2000, func(tb testing.TB, data []byte) { runInformerDiff(tb.(*testing.T), data) })
+	runRandomSequences(t, 2000, func(tb testing.TB, data []byte) { runInformerDiff(tb.(*testing.T), data, notCompact) })
 }
 
 func FuzzInformerDifferential(f *testing.F) {
 	clientfeaturestesting.SetFeatureDuringTest(f, clientfeatures.WatchListClient, false)
 	f.Add([]byte{0, 0, 0, 6, 1, 1, 1, 5, 7, 9, 8, 0, 0, 6, 2, 2})
-	f.Fuzz(runInformerDiff)
+	f.Fuzz(func(t *testing.T, data []byte) { runInformerDiff(t, data, notCompact) })
+}
+
+// TestInformerDifferentialCompact is TestInformerDifferential for an
+// informer with a compact store, written as objects and as records.
+func TestInformerDifferentialCompact(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	for _, mode := range []compactMode{compactObjects, compactRecords} {
+		t.Run(mode.String(), func(t *testing.T) {
+			runRandomSequences(t, 500, func(tb testing.TB, data []byte) { runInformerDiff(tb.(*testing.T), data, mode) })
+		})
+	}
+}
+
+func FuzzInformerDifferentialCompact(f *testing.F) {
+	clientfeaturestesting.SetFeatureDuringTest(f, clientfeatures.WatchListClient, false)
+	f.Add([]byte{0, 0, 0, 6, 1, 1, 1, 5, 7, 9, 8, 0, 0, 6, 2, 2}, false)
+	f.Fuzz(func(t *testing.T, data []byte, records bool) {
+		mode := compactObjects
+		if records {
+			mode = compactRecords
+		}
+		runInformerDiff(t, data, mode)
+	})
 }

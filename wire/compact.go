@@ -8,15 +8,15 @@ import (
 	"unsafe"
 )
 
-// DecodedCacheSize is how many decoded objects a Compact keeps, the last
-// ones read or written: about 5 MiB of Pods.
+// DecodedCacheSize is how many decoded objects the Compact of an informer
+// keeps, the last ones read or written: about 5 MiB of Pods.
 const DecodedCacheSize = 1024
 
 // Compact keeps objects of a type P (PP is *P) at rest as Records, the
 // encodings the API server sent or that Encode makes, with the runs of
 // bytes objects have in common kept once (see Record), and decodes them
 // back with its Decoder. It keeps the objects it decoded or encoded last,
-// up to DecodedCacheSize, so that two reads of a record soon after one
+// up to a number it is made with, so that two reads of a record soon after one
 // another get one object: objects it hands out are shared, never to be
 // modified. It is safe for concurrent use.
 //
@@ -48,11 +48,12 @@ type protoSizer interface {
 	MarshalToSizedBuffer([]byte) (int, error)
 }
 
-// NewCompact returns a Compact decoding with dec. Objects of a type with a
-// protobuf encoding (dec decodes protobuf, and PP has the generated
+// NewCompact returns a Compact decoding with dec that caches up to cached
+// decoded objects (DecodedCacheSize is the informers'). Objects of a type
+// with a protobuf encoding (dec decodes protobuf, and PP has the generated
 // encoder) are kept in protobuf, others in JSON.
-func NewCompact[PP any](dec *Decoder[PP]) *Compact[PP] {
-	c := &Compact[PP]{dec: dec, runs: newSharedRuns(), cache: newDecodedCache(DecodedCacheSize)}
+func NewCompact[PP any](dec *Decoder[PP], cached int) *Compact[PP] {
+	c := &Compact[PP]{dec: dec, runs: newSharedRuns(), cache: newDecodedCache(max(cached, 0))}
 	c.split.runs = &c.runs
 	var zero PP
 	_, sizer := any(zero).(protoSizer)

@@ -21,7 +21,7 @@ func newPodCompact(t testing.TB) (*Decoder[*corev1.Pod], *Compact[*corev1.Pod]) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, NewCompact(d)
+	return d, NewCompact(d, DecodedCacheSize)
 }
 
 // A record gives back the bytes it was made from, and decodes into the
@@ -216,7 +216,7 @@ func TestCompactJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCompact(d)
+	c := NewCompact(d, DecodedCacheSize)
 	kept, raw := 0, 0
 	for i := range 50 {
 		u := &unstructured.Unstructured{}
