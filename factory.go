@@ -146,6 +146,11 @@ type InformerOptions struct {
 	// write to their caches costs what it would without the index.
 	// Default false: each informer keeps one.
 	NoLabelIndex bool
+	// Compact makes every informer keep a compact store (see
+	// SharedIndexInformerOptions.Compact), which ForOptions.Compact asks
+	// for one type. Default false. ForProjection ignores it: a projection
+	// is small already.
+	Compact bool
 }
 
 // Factory makes informers for any type, without generated code, and shares

@@ -82,6 +82,14 @@ type ForOptions[T Object] struct {
 	// On a later call, nil takes the informer's; any other value must be
 	// the very same function value (as for Transform).
 	WrapListWatch func(ListerWatcher[T]) ListerWatcher[T]
+	// Compact makes the informer keep a compact store (see
+	// SharedIndexInformerOptions.Compact): it lists each object's bytes
+	// and keeps them as they came, without decoding them, unless it has a
+	// Transform or a WrapListWatch, which read objects. Default:
+	// FactoryOptions.Informer.Compact. On a later call, false takes the
+	// informer's; true must find a compact informer. It is an error for
+	// ForProjection.
+	Compact bool
 }
 
 // shared is one shared informer of a Factory and what it was made with.
@@ -97,6 +105,8 @@ type shared[T Object] struct {
 	resync                       time.Duration
 	transform                    TransformFunc[T]                        // ForOptions.Transform, not the factory's default
 	wrap                         func(ListerWatcher[T]) ListerWatcher[T] // ForOptions.WrapListWatch
+	compact                      bool                                    // the informer keeps a compact store
+	codec                        recordCodec[T]                          // its codec, shared with its source; nil: its own
 }
 
 // For returns the factory's shared informer of T, such as *corev1.Pod,
@@ -149,13 +159,25 @@ func ForContext[T Object](ctx context.Context, f *Factory, opts ...ForOptions[T]
 			f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", typ.String(), "reason", derr.Error())
 		}
 	}
+	var raw *wire.Compact[T] // a compact store's codec, for a source that lists records
+	if s.compact && dec != nil {
+		raw = wire.NewCompact(dec, wire.DecodedCacheSize)
+		s.codec = raw
+		if !reuse || o.WrapListWatch != nil || f.opts.Informer.Reflector.WatchList == WatchListOn {
+			raw = nil // objects are what a transform, a wrapper or a watch-list stream reads
+		}
+	}
 	lw, err := scopedListWatch(f, s, func(sc scope) (ListerWatcher[T], error) {
 		switch {
 		case f.clients != nil:
 			return clientListWatchFor[T](f, mapping, list, sc)
 		case dec != nil:
 			_, protobuf := any(*new(T)).(protobufDecodable)
-			return orNil(newWireListWatch(f, mapping, sc, protobuf, dec, holder, reuse))
+			wlw, err := newWireListWatch(f, mapping, sc, protobuf, dec, holder, reuse)
+			if wlw != nil {
+				wlw.compact = raw
+			}
+			return orNil(wlw, err)
 		}
 		return orNil(newRESTListWatch[T](f, mapping, list, sc))
 	})
@@ -378,6 +400,8 @@ func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.G
 		HandlerPanic:        f.opts.Informer.HandlerPanic,
 		Metrics:             f.opts.Informer.metricsFor(s.name),
 		NoLabelIndex:        f.opts.Informer.NoLabelIndex,
+		Compact:             s.compact,
+		codec:               s.codec,
 	})
 	if err != nil {
 		f.mu.Unlock()
@@ -430,6 +454,9 @@ func join[T Object](f *Factory, e *factoryEntry, o ForOptions[T]) (*SharedIndexI
 	}
 	if o.WrapListWatch != nil && (s.wrap == nil || !sameFunc(o.WrapListWatch, s.wrap)) {
 		return nil, fmt.Errorf("%w: %s was made with another WrapListWatch, or none", ErrOptionsConflict, s.name)
+	}
+	if o.Compact && !s.compact {
+		return nil, fmt.Errorf("%w: %s keeps decoded objects, not a compact store", ErrOptionsConflict, s.name)
 	}
 	if err := addIndexers(s, o.Indexers); err != nil {
 		return nil, err

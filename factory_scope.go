@@ -30,6 +30,7 @@ func newShared[T Object](f *Factory, name string, mapping *meta.RESTMapping, o F
 		labelSelector: o.LabelSelector,
 		fieldSelector: o.FieldSelector,
 		tweak:         o.TweakListOptions,
+		compact:       o.Compact || f.opts.Informer.Compact,
 	}
 	var err error
 	if s.namespaces, err = f.namespaces(s.name, s.namespaced, o); err != nil {

@@ -40,9 +40,18 @@ const (
 // wireListWatch lists and watches through a wire.Source.
 type wireListWatch[T Object] struct {
 	src *wire.Source[T]
+	// compact, when set, is the codec of the informer's compact store:
+	// List then hands over a protobuf LIST's items as its records, their
+	// bytes kept as they came (see listRecords).
+	compact *wire.Compact[T]
+	// cached returns the informer's cache; nil before it exists.
+	cached func() *Indexer[T]
 }
 
 func (lw *wireListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
+	if lw.compact != nil {
+		return lw.listRecords(ctx, opts)
+	}
 	items, lm, err := lw.src.List(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -50,12 +59,57 @@ func (lw *wireListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (
 	return &ListPage[T]{Items: items, ListMeta: lm}, nil
 }
 
+// listRecords lists one page for a compact store: each item of a protobuf
+// response becomes a record of its bytes, checked to decode, with its
+// labels read for the label index; an object whose namespace, name and
+// resourceVersion match a cached record's reuses that record (as
+// DecodeWire reuses objects). A JSON response's items are decoded.
+func (lw *wireListWatch[T]) listRecords(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
+	page := &ListPage[T]{encoded: encodedList[T]{codec: lw.compact}}
+	cache := lw.cached()
+	items, lm, err := lw.src.ListRaw(ctx, opts, func(b []byte) error {
+		ref, err := wire.PeekProtobufMeta(b)
+		if err != nil {
+			return err
+		}
+		key := string(ref.Name)
+		if len(ref.Namespace) > 0 {
+			key = string(ref.Namespace) + "/" + key
+		}
+		if cache != nil && len(ref.ResourceVersion) > 0 {
+			if rec := cache.recordOf(key); rec != nil {
+				if same, err := lw.compact.HasResourceVersion(rec, ref.ResourceVersion); same && err == nil {
+					page.encoded.items = append(page.encoded.items, encoded[T]{key: key, rec: rec})
+					return nil
+				}
+			}
+		}
+		rec, err := lw.compact.Protobuf(b)
+		if err != nil {
+			return err
+		}
+		lbls, err := lw.compact.ProtobufLabels(b)
+		if err != nil {
+			return err
+		}
+		page.encoded.items = append(page.encoded.items, encoded[T]{key: key, rec: rec, labels: lbls})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	page.Items, page.ListMeta = items, lm
+	return page, nil
+}
+
 func (lw *wireListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.src.Watch(ctx, opts)
 }
 
-// IsWatchListSemanticsUnSupported returns false, as for restListWatch.
-func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return false }
+// IsWatchListSemanticsUnSupported returns false, as for restListWatch,
+// unless the source lists records for a compact store: a watch-list stream
+// would bring the initial objects decoded.
+func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return lw.compact != nil }
 
 // newWireListWatch returns a ListerWatcher of mapping's resource in
 // namespace decoding with dec. When reuse is true, it asks the informer
@@ -91,7 +145,13 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 			return obj, true
 		}
 	}
-	return &wireListWatch[T]{src: wire.NewSource(client, mapping.Resource.Resource, sc.namespace, dec, opts)}, nil
+	cached := func() *Indexer[T] {
+		if inf := holder.Load(); inf != nil {
+			return inf.GetIndexer()
+		}
+		return nil
+	}
+	return &wireListWatch[T]{src: wire.NewSource(client, mapping.Resource.Resource, sc.namespace, dec, opts), cached: cached}, nil
 }
 
 // wireOptions returns the factory's options of package wire for an
@@ -143,6 +203,9 @@ func ForProjection[P, T any, PP interface {
 	if err != nil {
 		return nil, err
 	}
+	if o.Compact {
+		return nil, fmt.Errorf("%w: a compact store keeps full objects, not projections", ErrInvalidOptions)
+	}
 	typ := reflect.TypeFor[PP]()
 	if inf, found, err := existingFor(f, typ, o); found {
 		return inf, err
@@ -157,6 +220,7 @@ func ForProjection[P, T any, PP interface {
 	if err != nil {
 		return nil, err
 	}
+	s.compact = false // a projection is small already
 	holder := new(atomic.Pointer[SharedIndexInformer[PP]])
 	reuse := transformFor(f, o) == nil
 	lw, err := scopedListWatch(f, s, func(sc scope) (ListerWatcher[PP], error) {

@@ -36,6 +36,9 @@ type recordCodec[T any] interface {
 	// Labels returns the labels of a record's object, read from its
 	// bytes: what MetaLabelsFunc returns for the decoded object.
 	Labels(rec *wire.Record) (map[string]string, error)
+	// SharedBytes returns the length of the runs of bytes the records
+	// share, each counted once.
+	SharedBytes() int
 }
 
 // compactState is what a compact Store adds to a Store.
@@ -113,13 +116,14 @@ func logDecodeFailure(key string, err error) {
 }
 
 // Compact reports whether s keeps its objects as records, and how many
-// bytes those hold: the records' own bytes, not the runs they share (see
-// wire.Compact.SharedBytes).
+// bytes those hold: each record's own (wire.Record.Bytes), and the runs
+// they share, once (wire.Compact.SharedBytes); not the objects its codec
+// caches decoded, nor what the Store spends on keys and indexes.
 func (s *Store[T]) Compact() (compact bool, bytes int64) {
 	if s.compact == nil {
 		return false, 0
 	}
-	return true, s.compact.bytes.Load()
+	return true, s.compact.bytes.Load() + int64(s.compact.codec.SharedBytes())
 }
 
 // account records that old, if not nil, left the store and rec, if not nil,

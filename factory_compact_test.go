@@ -1,0 +1,190 @@
+package informer
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/typedkube/informer/wire"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// compactCodec returns the codec of a compact informer's store.
+func compactCodec[T Object](t testing.TB, inf *SharedIndexInformer[T]) *wire.Compact[T] {
+	t.Helper()
+	c := inf.GetIndexer().compact
+	if c == nil {
+		t.Fatal("the informer's store is not compact")
+	}
+	codec, ok := c.codec.(*wire.Compact[T])
+	if !ok {
+		t.Fatalf("the compact store's codec is a %T", c.codec)
+	}
+	return codec
+}
+
+// TestFactoryCompact: a compact informer of the factory lists the Pods'
+// protobuf into records without decoding one, reads them back equal to
+// what a decoding informer caches, and serves listers, label selectors,
+// handlers with old and new objects, and tombstones.
+func TestFactoryCompact(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		factory FactoryOptions
+		forOpts ForOptions[*corev1.Pod]
+	}{
+		{"ForOptions", FactoryOptions{}, ForOptions[*corev1.Pod]{Compact: true}},
+		{"FactoryOptions", FactoryOptions{Informer: InformerOptions{Compact: true}}, ForOptions[*corev1.Pod]{}},
+		{"namespaces", FactoryOptions{Namespaces: []string{"a", "b"}}, ForOptions[*corev1.Pod]{Compact: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFakeAPI(t, podsResource)
+			create(t, srv, richPod("a", "web", "node-1"), richPod("b", "db", "node-2"), richPod("a", "api", "node-1"))
+			ref := newTestFactory(t, srv, FactoryOptions{})
+			f := newTestFactory(t, srv, tc.factory)
+			want, err := For[*corev1.Pod](ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods, err := For[*corev1.Pod](f, tc.forOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			syncFactory(t, t.Context(), ref)
+			syncFactory(t, t.Context(), f)
+			codec := compactCodec(t, pods)
+			if n := codec.Cached(); n != 0 {
+				t.Errorf("%d objects decoded by a sync without handlers or reads, want 0", n)
+			}
+			if ok, bytes := pods.GetIndexer().Compact(); !ok || bytes <= 0 {
+				t.Errorf("Compact() = %v, %d", ok, bytes)
+			}
+			if d := cmp.Diff(sortedPods(want.GetIndexer().List()), sortedPods(pods.GetIndexer().List())); d != "" {
+				t.Errorf("cache differs from a decoding informer's (-decoded +compact):\n%s", d)
+			}
+			sel := labels.SelectorFromSet(labels.Set{"app": "web"})
+			got, err := pods.Lister().List(sel)
+			if err != nil || len(got) != 1 || got[0].Name != "web" {
+				t.Errorf("List(app=web) = %v, %v", got, err)
+			}
+			byNS, err := pods.Lister().ByNamespace("a").List(labels.Everything())
+			if err != nil || len(byNS) != 2 {
+				t.Errorf("ByNamespace(a).List = %v, %v", byNS, err)
+			}
+
+			log := addLog(t, pods)
+			log.waitFor(t, "add a/web", "add b/db", "add a/api")
+			updates, deletes := make(chan string, 10), make(chan string, 10)
+			if _, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{
+				UpdateFunc: func(old, new *corev1.Pod) { updates <- old.Spec.NodeName + "->" + new.Spec.NodeName },
+				// The server's DELETED event carries the object deleted: its
+				// nodeName is empty.
+				DeleteFunc: func(d DeletedObject[*corev1.Pod]) { deletes <- d.Key + " " + d.Obj.Name },
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Update(richPod("a", "web", "node-3")); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Delete(factoryPod("b", "db", "")); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := receive(t, updates, "the update"), "node-1->node-3"; got != want {
+				t.Errorf("update %q, want %q", got, want)
+			}
+			if got, want := receive(t, deletes, "the delete"), "b/db db"; got != want {
+				t.Errorf("delete %q, want %q", got, want)
+			}
+			got1, err := pods.Lister().ByNamespace("a").Get("web")
+			if err != nil || got1.Spec.NodeName != "node-3" || got1.ManagedFields == nil {
+				t.Errorf("Get(a/web) = %v, %v; want node-3 with managedFields", got1, err)
+			}
+			if got2, _ := pods.Lister().ByNamespace("a").Get("web"); got2 != got1 {
+				t.Error("two Gets of one version give two objects")
+			}
+		})
+	}
+}
+
+// A compact informer is shared like any: a later call without Compact gets
+// it; one asking for Compact from a decoding informer is a conflict;
+// ForProjection refuses Compact.
+func TestFactoryCompactOptions(t *testing.T) {
+	srv := newFakeAPI(t, podsResource, configMapsResource)
+	f := newTestFactory(t, srv, FactoryOptions{})
+	pods, err := For[*corev1.Pod](f, ForOptions[*corev1.Pod]{Compact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := For[*corev1.Pod](f); err != nil || again != pods {
+		t.Errorf("For without Compact = %p, %v; want the compact informer %p", again, err, pods)
+	}
+	if _, err := For[*corev1.ConfigMap](f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := For[*corev1.ConfigMap](f, ForOptions[*corev1.ConfigMap]{Compact: true}); !errors.Is(err, ErrOptionsConflict) {
+		t.Errorf("Compact on a decoding informer: %v, want ErrOptionsConflict", err)
+	}
+	if _, err := ForProjection[podSlim, corev1.Pod](f, ForOptions[*podSlim]{Compact: true}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("ForProjection with Compact: %v, want ErrInvalidOptions", err)
+	}
+	g := newTestFactory(t, srv, FactoryOptions{Informer: InformerOptions{Compact: true}})
+	slim, err := ForProjection[podSlim, corev1.Pod](g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slim.GetIndexer().compact != nil {
+		t.Error("a projection's store is compact")
+	}
+}
+
+// A compact informer of unstructured objects keeps them in JSON.
+func TestFactoryCompactUnstructured(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	create(t, srv, richPod("a", "web", "node-1"), richPod("b", "db", "node-2"))
+	f := newTestFactory(t, srv, FactoryOptions{Informer: InformerOptions{Compact: true}})
+	ref := newTestFactory(t, srv, FactoryOptions{})
+	pods, err := ForUnstructured(f, podsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ForUnstructured(ref, podsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	syncFactory(t, t.Context(), ref)
+	compactCodec(t, pods)
+	sorted := func(us []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+		m := map[string]*unstructured.Unstructured{}
+		for _, u := range us {
+			m[u.GetNamespace()+"/"+u.GetName()] = u
+		}
+		return m
+	}
+	if d := cmp.Diff(sorted(want.GetIndexer().List()), sorted(pods.GetIndexer().List())); d != "" {
+		t.Errorf("cache differs from a decoding informer's (-decoded +compact):\n%s", d)
+	}
+	u, err := pods.Lister().ByNamespace("a").Get("web")
+	if err != nil || u.GetLabels()["app"] != "web" {
+		t.Errorf("Get(a/web) = %v, %v", u, err)
+	}
+}
+
+// receive returns the next value of ch, or fails the test after 30 seconds
+// saying it waited for what.
+func receive[V any](t testing.TB, ch <-chan V, what string) V {
+	t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timeout.C:
+		t.Fatalf("waited 30s for %s", what)
+		panic("unreachable")
+	}
+}
