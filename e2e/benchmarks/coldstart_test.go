@@ -33,6 +33,9 @@ import (
 //   - impl=typed: informer.NewFactory and informer.For[*corev1.Pod]: protobuf and a watch-list
 //     stream, decoded by package wire (the factory's default DecodeWire).
 //
+// pods=Nk/store=compact is the same beside our informer with a compact store
+// (InformerOptions.Compact): it lists the Pods' protobuf and keeps each as it came, undecoded.
+//
 // widgets=10k (2k with -short) starts from Widgets, a CRD served in JSON: client-go's
 // cache.NewSharedIndexInformer over the Widget typed client, and our For[*widget.Widget].
 //
@@ -47,6 +50,15 @@ func BenchmarkColdStart(b *testing.B) {
 			})
 			b.Run("impl=typed", func(b *testing.B) {
 				coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{}))
+			})
+			// Our informer with a compact store, beside client-go's with full objects.
+			b.Run("store=compact", func(b *testing.B) {
+				b.Run("impl=upstream", func(b *testing.B) {
+					coldStart(b, n, upstreamPods(b, cfg, ns, nil))
+				})
+				b.Run("impl=typed", func(b *testing.B) {
+					coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}}))
+				})
 			})
 		})
 	}

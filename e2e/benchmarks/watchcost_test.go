@@ -72,107 +72,121 @@ func BenchmarkWatchCost(b *testing.B) {
 	ns := configMaps(b)
 	cfg := benchConfig()
 	for _, impl := range []string{"upstream", "typed"} {
-		b.Run("impl="+impl, func(b *testing.B) {
-			b.ReportAllocs()
-			// seen counts updates; the handler closes the round's channel
-			// when the count reaches its target, so that the wait costs
-			// no polling in the measured window.
-			var seen atomic.Int64
-			var round atomic.Pointer[costRound]
-			onUpdate := func() {
-				n := seen.Add(1)
-				if r := round.Load(); r != nil && n == r.target {
-					close(r.done)
-				}
-			}
-			var stop func()
-			var synced func() bool
-			if impl == "upstream" {
-				client, err := kubernetes.NewForConfig(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
-				inf := f.Core().V1().ConfigMaps().Informer()
-				if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ any) { onUpdate() }}); err != nil {
-					b.Fatal(err)
-				}
-				stopCh := make(chan struct{})
-				f.Start(stopCh)
-				synced, stop = inf.HasSynced, func() { close(stopCh); f.Shutdown() }
-			} else {
-				f, err := informer.NewFactory(cfg, informer.FactoryOptions{Namespace: ns})
-				if err != nil {
-					b.Fatal(err)
-				}
-				inf, err := informer.For[*corev1.ConfigMap](f)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.ConfigMap]{UpdateFunc: func(_, _ *corev1.ConfigMap) { onUpdate() }}); err != nil {
-					b.Fatal(err)
-				}
-				f.Start(context.Background())
-				synced, stop = inf.HasSynced, f.Shutdown
-			}
-			defer stop()
-			deadline := time.Now().Add(time.Minute)
-			for !synced() {
-				if time.Now().After(deadline) {
-					b.Fatal("the informer did not sync")
-				}
-				time.Sleep(time.Millisecond)
-			}
-			var paid perUnit
-			var n int
-			for b.Loop() {
-				b.StopTimer()
-				n++
-				job := writerJob{Host: cfg.Host, Token: cfg.BearerToken, CA: cfg.CAData, Namespace: ns, Updates: costUpdates, Round: n}
-				spec, err := json.Marshal(job)
-				if err != nil {
-					b.Fatal(err)
-				}
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), writerEnv+"="+string(spec))
-				cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-				r := &costRound{target: seen.Load() + costUpdates, done: make(chan struct{})}
-				round.Store(r)
-				mark := r.target - costUpdates
-				cost := costNow()
-				b.StartTimer()
-				if err := cmd.Start(); err != nil {
-					b.Fatal(err)
-				}
-				waitErr := make(chan error, 1)
-				go func() { waitErr <- cmd.Wait() }()
-				timeout := time.NewTimer(10 * time.Minute)
-			wait:
-				for {
-					select {
-					case <-r.done:
-						break wait
-					case err := <-waitErr:
-						if err != nil {
-							b.Fatalf("writer: %v", err)
-						}
-						waitErr = nil
-					case <-timeout.C:
-						b.Fatalf("saw %d of %d updates", seen.Load()-mark, costUpdates)
-					}
-				}
-				timeout.Stop()
-				b.StopTimer()
-				spent := costNow().since(cost)
-				if waitErr != nil {
-					if err := <-waitErr; err != nil {
-						b.Fatalf("writer: %v", err)
-					}
-				}
-				paid.add(spent, costUpdates)
-				b.StartTimer()
-			}
-			paid.report(b, "event")
-		})
+		b.Run("impl="+impl, func(b *testing.B) { watchCost(b, cfg, ns, impl, informer.FactoryOptions{}) })
 	}
+	// store=compact: our informer keeps a compact store (FactoryOptions.Informer.Compact); client-go
+	// keeps full objects, as always.
+	b.Run("store=compact", func(b *testing.B) {
+		for _, impl := range []string{"upstream", "typed"} {
+			b.Run("impl="+impl, func(b *testing.B) {
+				watchCost(b, cfg, ns, impl, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}})
+			})
+		}
+	})
+}
+
+// watchCost runs one implementation of BenchmarkWatchCost: client-go's informer (impl upstream) or
+// ours, made with opts (impl typed).
+func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.FactoryOptions) {
+	b.ReportAllocs()
+	// seen counts updates; the handler closes the round's channel
+	// when the count reaches its target, so that the wait costs
+	// no polling in the measured window.
+	var seen atomic.Int64
+	var round atomic.Pointer[costRound]
+	onUpdate := func() {
+		n := seen.Add(1)
+		if r := round.Load(); r != nil && n == r.target {
+			close(r.done)
+		}
+	}
+	var stop func()
+	var synced func() bool
+	if impl == "upstream" {
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+		inf := f.Core().V1().ConfigMaps().Informer()
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ any) { onUpdate() }}); err != nil {
+			b.Fatal(err)
+		}
+		stopCh := make(chan struct{})
+		f.Start(stopCh)
+		synced, stop = inf.HasSynced, func() { close(stopCh); f.Shutdown() }
+	} else {
+		opts.Namespace = ns
+		f, err := informer.NewFactory(cfg, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inf, err := informer.For[*corev1.ConfigMap](f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.ConfigMap]{UpdateFunc: func(_, _ *corev1.ConfigMap) { onUpdate() }}); err != nil {
+			b.Fatal(err)
+		}
+		f.Start(context.Background())
+		synced, stop = inf.HasSynced, f.Shutdown
+	}
+	defer stop()
+	deadline := time.Now().Add(time.Minute)
+	for !synced() {
+		if time.Now().After(deadline) {
+			b.Fatal("the informer did not sync")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var paid perUnit
+	var n int
+	for b.Loop() {
+		b.StopTimer()
+		n++
+		job := writerJob{Host: cfg.Host, Token: cfg.BearerToken, CA: cfg.CAData, Namespace: ns, Updates: costUpdates, Round: n}
+		spec, err := json.Marshal(job)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), writerEnv+"="+string(spec))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		r := &costRound{target: seen.Load() + costUpdates, done: make(chan struct{})}
+		round.Store(r)
+		mark := r.target - costUpdates
+		cost := costNow()
+		b.StartTimer()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		waitErr := make(chan error, 1)
+		go func() { waitErr <- cmd.Wait() }()
+		timeout := time.NewTimer(10 * time.Minute)
+	wait:
+		for {
+			select {
+			case <-r.done:
+				break wait
+			case err := <-waitErr:
+				if err != nil {
+					b.Fatalf("writer: %v", err)
+				}
+				waitErr = nil
+			case <-timeout.C:
+				b.Fatalf("saw %d of %d updates", seen.Load()-mark, costUpdates)
+			}
+		}
+		timeout.Stop()
+		b.StopTimer()
+		spent := costNow().since(cost)
+		if waitErr != nil {
+			if err := <-waitErr; err != nil {
+				b.Fatalf("writer: %v", err)
+			}
+		}
+		paid.add(spent, costUpdates)
+		b.StartTimer()
+	}
+	paid.report(b, "event")
 }

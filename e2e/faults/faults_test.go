@@ -52,8 +52,8 @@ var (
 	podTemplatesGVR = corev1.SchemeGroupVersion.WithResource("podtemplates")
 )
 
-// TestFaults runs informers of six kinds, all as the throttled identity through the harness's
-// proxy, while writers change their objects, and injects the planned faults in a random order
+// TestFaults runs twelve informers (three with a compact store), all as the throttled identity
+// through the harness's proxy, while writers change their objects, and injects the planned faults in a random order
 // (the seed is logged). Writes go on during each fault. After each, every cache and every
 // handler's rebuilt state must equal a fresh LIST within convergeWithin, and every handler must
 // have seen a consistent sequence of notifications.
@@ -162,6 +162,32 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	add(subjectOf("configmaps-projection-list", configMapsGVR, projCMs, idleRunner{}, wireErrs))
+	// And compact stores: Pods listed as records of their protobuf by a Factory (kept undecoded,
+	// relists reusing the records of unchanged objects), unstructured ConfigMaps encoded in JSON,
+	// and PodTemplates of a client's ListerWatcher in a DeltaFIFO, encoded in protobuf.
+	compactErrs := &kubetest.WatchErrors{}
+	cf, err := informer.NewFactory(thr.Config, informer.FactoryOptions{
+		Namespace: ns,
+		Informer: informer.InformerOptions{Compact: true, Reflector: informer.ReflectorOptions{
+			Backoff: backoff, WatchErrorHandler: compactErrs.Handle,
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compactPods, err := informer.For[*corev1.Pod](cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(subjectOf("pods-compact", podsGVR, compactPods, factoryRunner{cf}, compactErrs))
+	compactCMs, err := informer.ForUnstructured(cf, configMapsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(subjectOf("configmaps-compact-unstructured", configMapsGVR, compactCMs, idleRunner{}, compactErrs))
+	add(newSubject("podtemplates-compact-deltafifo", podTemplatesGVR,
+		informer.ListWatchFromClient[corev1.PodTemplate](thr.Kube.CoreV1().PodTemplates(ns), nil),
+		informer.SharedIndexInformerOptions[*corev1.PodTemplate]{Compact: true, Queue: informer.QueueDeltaFIFO, Reflector: reflector(informer.WatchListAuto)}))
 	var caches []kubetest.Cache
 	for _, s := range subjects {
 		caches = append(caches, s.caches...)
