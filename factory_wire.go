@@ -66,16 +66,21 @@ func (lw *wireListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (
 // DecodeWire reuses objects). A JSON response's items are decoded.
 func (lw *wireListWatch[T]) listRecords(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
 	page := &ListPage[T]{encoded: encodedList[T]{codec: lw.compact}}
+	if opts.Limit > 0 && opts.Limit <= maxPrealloc {
+		page.encoded.items = make([]encoded[T], 0, opts.Limit)
+	}
 	cache := lw.cached()
+	var buf []byte
 	items, lm, err := lw.src.ListRaw(ctx, opts, func(b []byte) error {
 		ref, err := wire.PeekProtobufMeta(b)
 		if err != nil {
 			return err
 		}
-		key := string(ref.Name)
+		buf = buf[:0]
 		if len(ref.Namespace) > 0 {
-			key = string(ref.Namespace) + "/" + key
+			buf = append(append(buf, ref.Namespace...), '/')
 		}
+		key := string(append(buf, ref.Name...))
 		if cache != nil && len(ref.ResourceVersion) > 0 {
 			if rec := cache.recordOf(key); rec != nil {
 				if same, err := lw.compact.HasResourceVersion(rec, ref.ResourceVersion); same && err == nil {

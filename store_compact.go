@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/typedkube/informer/wire"
@@ -535,13 +536,18 @@ func (l *encodedList[T]) orNil() *encodedList[T] {
 }
 
 // appendPage returns l, which may be nil, with the records of page
-// appended.
+// appended. A first page that is not the last makes room for the rest, as
+// the server counts it.
 func (l *encodedList[T]) appendPage(page *ListPage[T]) *encodedList[T] {
 	if len(page.encoded.items) == 0 {
 		return l
 	}
 	if l == nil {
-		return &encodedList[T]{items: page.encoded.items, codec: page.encoded.codec}
+		l = &encodedList[T]{items: page.encoded.items, codec: page.encoded.codec}
+		if rest := page.RemainingItemCount; page.Continue != "" && rest != nil && *rest > 0 {
+			l.items = slices.Grow(slices.Clip(l.items), int(min(*rest, maxPrealloc)))
+		}
+		return l
 	}
 	l.items = append(l.items, page.encoded.items...)
 	return l
