@@ -1,15 +1,19 @@
 package informer
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/typedkube/informer/wire"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // compactCodec returns the codec of a compact informer's store.
@@ -187,4 +191,56 @@ func receive[V any](t testing.TB, ch <-chan V, what string) V {
 		t.Fatalf("waited 30s for %s", what)
 		panic("unreachable")
 	}
+}
+
+// filterWeb is a WrapListWatch that drops the Pods called web, as a
+// sharded informer drops other members' objects: it reads the objects of
+// each page, so a compact informer lists decoded objects for it.
+func filterWeb(lw ListerWatcher[*corev1.Pod]) ListerWatcher[*corev1.Pod] {
+	keep := func(p *corev1.Pod) bool { return p.Name != "web" }
+	return ListWatchFuncs[*corev1.Pod]{
+		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+			page, err := lw.List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			out := &ListPage[*corev1.Pod]{ListMeta: page.ListMeta}
+			for _, p := range page.Items {
+				if keep(p) {
+					out.Items = append(out.Items, p)
+				}
+			}
+			return out, nil
+		},
+		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := lw.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+				p, ok := ev.Object.(*corev1.Pod)
+				return ev, !ok || keep(p)
+			}), nil
+		},
+	}
+}
+
+// A compact informer with a WrapListWatch that reads objects gets objects
+// to read, and keeps them compact.
+func TestFactoryCompactWrapListWatch(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	create(t, srv, richPod("a", "web", "node-1"), richPod("a", "db", "node-2"))
+	f := newTestFactory(t, srv, FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{WatchList: WatchListOff}}})
+	pods, err := For[*corev1.Pod](f, ForOptions[*corev1.Pod]{Compact: true, WrapListWatch: filterWeb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	compactCodec(t, pods)
+	if got := podsString(pods.GetIndexer().List()); !strings.HasPrefix(got, "a/db@") || strings.Contains(got, "web") {
+		t.Errorf("cache %s, want a/db only", got)
+	}
+	create(t, srv, richPod("a", "api", "node-1"))
+	log := addLog(t, pods)
+	log.waitFor(t, "add a/db", "add a/api")
 }

@@ -3,6 +3,7 @@ package clientgo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -40,8 +41,15 @@ func fakePods(cs *fake.Clientset, watching chan<- struct{}) noWatchList {
 // through the adapter: the same client-go handler gets the same calls as
 // on client-go's own informer over the same clientset, a generated lister
 // reads our cache, and cache.WaitForCacheSync works on the informer and
-// on the registration.
+// on the registration. The same holds for our informer with a compact
+// store.
 func TestSharedIndexInformerMatchesClientGo(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprint("compact=", compact), func(t *testing.T) { testSharedIndexInformerMatchesClientGo(t, compact) })
+	}
+}
+
+func testSharedIndexInformerMatchesClientGo(t *testing.T, compact bool) {
 	cs := fake.NewClientset(
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web", Labels: map[string]string{"app": "web"}}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "db", Labels: map[string]string{"app": "db"}}},
@@ -49,9 +57,12 @@ func TestSharedIndexInformerMatchesClientGo(t *testing.T) {
 	watching := make(chan struct{}, 4)
 	lw := fakePods(cs, watching)
 	theirs := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
-	typed, err := informer.NewSharedIndexInformer(ListerWatcher[*corev1.Pod](lw), informer.SharedIndexInformerOptions[*corev1.Pod]{})
+	typed, err := informer.NewSharedIndexInformer(ListerWatcher[*corev1.Pod](lw), informer.SharedIndexInformerOptions[*corev1.Pod]{Compact: compact})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, _ := typed.GetIndexer().Compact(); got != compact {
+		t.Fatalf("the cache is compact: %v, want %v", got, compact)
 	}
 	var ours cache.SharedIndexInformer = SharedIndexInformer(typed)
 
