@@ -44,7 +44,7 @@ func ExampleSource() {
 	cancel()
 	<-done
 	// Output:
-	// OnAdd default/web-1 rv=1 initial
-	// OnUpdate default/web-1 rv=2
-	// OnDelete default/web-1 rv=3
+	// OnAdd default/web-1 rv=2 initial
+	// OnUpdate default/web-1 rv=3
+	// OnDelete default/web-1 rv=4
 }

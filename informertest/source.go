@@ -35,6 +35,14 @@ import (
 // selection is a DELETED event carrying its last selected state, as the API
 // server sends it.
 //
+// Resource versions count as etcd's revisions do: a new Source is at
+// version 1, its first change is version 2, and each later change takes the
+// next integer. A list answers the version of the last change (1 for a
+// Source that has never changed), never "0", as the API server never does:
+// an informer watches from the version its list answered, and a watch from
+// "0" is an unordered replay of the current state, after which an informer
+// cannot tell which versions its cache holds.
+//
 // Objects are copied (DeepCopyObject) on the way in: the test keeps its own.
 // The objects a Source hands out are shared by its readers: never mutate
 // them.
@@ -44,7 +52,7 @@ import (
 // the watch's context ends.
 type Source[T informer.Object] struct {
 	mu        sync.Mutex // guards the fields below
-	rv        int
+	rv        int        // the version of the last change; 1 before the first
 	objs      map[string]T
 	history   []watch.Event // every change, in order; those up to compacted are no longer served
 	compacted int
@@ -58,7 +66,7 @@ type Source[T informer.Object] struct {
 
 // NewSource returns a Source holding copies of objs, created in order.
 func NewSource[T informer.Object](objs ...T) *Source[T] {
-	s := &Source[T]{objs: map[string]T{}, watchers: map[*sourceWatch]struct{}{}}
+	s := &Source[T]{rv: 1, objs: map[string]T{}, watchers: map[*sourceWatch]struct{}{}}
 	for _, obj := range objs {
 		if _, err := s.Add(obj); err != nil {
 			panic(err) // a programming error of the test: two objects with one key, or a nil one
@@ -228,7 +236,8 @@ func (s *Source[T]) Objects() []T {
 	return s.sortedLocked(labels.Everything(), fields.Everything())
 }
 
-// ResourceVersion returns the resource version of the last change.
+// ResourceVersion returns the resource version of the last change, or "1"
+// if there was none.
 func (s *Source[T]) ResourceVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/typedkube/informer"
 )
 
 // TestWatchFromZeroSendsCurrentState: a watch from "" or "0" starts with
@@ -113,5 +115,31 @@ func TestUpdateConflict(t *testing.T) {
 	current.Labels = map[string]string{"v": "3"}
 	if got := must(t)(src.Update(current)); got.Labels["v"] != "3" {
 		t.Errorf("update at the current resource version: labels %v", got.Labels)
+	}
+}
+
+// TestEmptySourceListReadsOwnWrites: an informer in list+watch mode over a
+// Source that is empty when it lists reads its own writes: the wait for a
+// create's resource version returns once the create is in the cache.
+// Regression: the LIST of an empty Source answered resourceVersion "0",
+// which the API server never does; the informer then watched from "0",
+// whose ADDED events are a replay in no order, and the wait lasted until
+// its context ended.
+func TestEmptySourceListReadsOwnWrites(t *testing.T) {
+	src := NewSource[*corev1.Pod]()
+	inf, _, ctx := run(t, src, informer.SharedIndexInformerOptions[*corev1.Pod]{
+		Reflector: informer.ReflectorOptions{WatchList: informer.WatchListOff},
+	})
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"a", "b"} {
+		p := must(t)(src.Add(pod("default", name, nil)))
+		l, err := inf.Lister().AtLeast(wait, p.ResourceVersion)
+		if err != nil {
+			t.Fatalf("create of %s: %v", name, err)
+		}
+		if _, err := l.ByNamespace("default").Get(name); err != nil {
+			t.Fatalf("after waiting for %s: %v", p.ResourceVersion, err)
+		}
 	}
 }
