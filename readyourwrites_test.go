@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // TestWaitForResourceVersionReadsOwnWrites: a writer that waits for the
@@ -137,5 +139,51 @@ func TestWaitForResourceVersionAfterEmptyList(t *testing.T) {
 		if _, err := l.ByNamespace("ns").Get(p.Name); err != nil {
 			t.Fatalf("after waiting for %s: %v", p.ResourceVersion, err)
 		}
+	}
+}
+
+// TestWaitForResourceVersionOverFakeClientset: client-go's fake clientset
+// lists at a version ("1" while empty, as etcd), so an informer over it
+// watches in order; but the objects it writes carry no resource version,
+// and a wait for "" fails at once with ErrInvalidResourceVersion, saying
+// why. An object a test writes with a version can be waited for.
+func TestWaitForResourceVersionOverFakeClientset(t *testing.T) {
+	cs := fake.NewClientset()
+	started := watchStarted(cs, "pods")
+	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Shutdown)
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	<-started
+	if rv, ok := pods.AppliedResourceVersion(); rv != "1" || !ok {
+		t.Errorf("AppliedResourceVersion after the fake's list = %q, %v; want 1, true", rv, ok)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	created, err := cs.CoreV1().Pods("ns").Create(ctx, factoryPod("ns", "a", ""), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pods.Lister().AtLeast(ctx, created.ResourceVersion)
+	if !errors.Is(err, ErrInvalidResourceVersion) || ctx.Err() != nil || !strings.Contains(err.Error(), "fake clientset") {
+		t.Errorf("wait for the fake's create (resourceVersion %q): %v; want ErrInvalidResourceVersion at once, naming the fake clientset", created.ResourceVersion, err)
+	}
+	versioned := factoryPod("ns", "b", "")
+	versioned.ResourceVersion = "5"
+	if _, err := cs.CoreV1().Pods("ns").Create(ctx, versioned, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := pods.Lister().AtLeast(ctx, "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ByNamespace("ns").Get("b"); err != nil {
+		t.Errorf("after waiting for 5: %v", err)
 	}
 }
