@@ -22,7 +22,8 @@ var (
 	// cache holds.
 	ErrNotInOrder = errors.New("informer: the cache does not apply changes in order")
 	// ErrUnversionedList reports a wait on an informer whose last list
-	// answered resourceVersion "0" or "", which kube-apiserver never does;
+	// answered resourceVersion "0" or "" (a LIST, or the initial-events-end
+	// bookmark of a watch-list stream), which kube-apiserver never does;
 	// only a fake ListerWatcher can. The Reflector then watches from that
 	// version, and such a watch starts with ADDED events for every object
 	// that exists, in no order, which the watch's later events cannot be

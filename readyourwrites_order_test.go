@@ -216,3 +216,25 @@ func TestWaitForResourceVersionUnversionedList(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitForResourceVersionUnversionedWatchList: a watch-list stream whose
+// initial-events-end bookmark says resourceVersion "0" counts as a list
+// that answered "0": a wait fails at once with ErrUnversionedList rather
+// than waiting for its context.
+func TestWaitForResourceVersionUnversionedWatchList(t *testing.T) {
+	src := &scriptedSource{pages: []*ListPage[*corev1.Pod]{{}}, watches: make(chan *watch.FakeWatcher, 4)}
+	inf, err := NewSharedIndexInformer[*corev1.Pod](src, SharedIndexInformerOptions[*corev1.Pod]{Reflector: ReflectorOptions{WatchList: WatchListOn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startInformer(t, inf)
+	(<-src.watches).Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		ResourceVersion: "0", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"},
+	}})
+	waitUntil(t, "the informer synced", inf.HasSynced)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := inf.WaitForResourceVersion(ctx, "3"); !errors.Is(err, ErrUnversionedList) || ctx.Err() != nil {
+		t.Errorf("wait for 3 after a stream that ended at \"0\": %v; want ErrUnversionedList at once", err)
+	}
+}
