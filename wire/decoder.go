@@ -143,8 +143,13 @@ func (d *Decoder[PP]) Protobuf(b []byte) (PP, error) {
 
 // ProtobufInto decodes the bare protobuf message of a T into p, merging as
 // protobuf does: scalars are replaced, repeated fields and maps added to.
+// It panics if p is nil, a programming error, rather than write through it.
 func (d *Decoder[PP]) ProtobufInto(b []byte, p PP) error {
-	return d.into(b, *(*unsafe.Pointer)(unsafe.Pointer(&p)))
+	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&p))
+	if ptr == nil {
+		panic("wire: ProtobufInto a nil " + reflect.PointerTo(d.elem).String())
+	}
+	return d.into(b, ptr)
 }
 
 func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) (err error) {
@@ -173,7 +178,7 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
 		target = reflect.NewAt(d.json, p).Interface()
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, target); err != nil {
-		return zero, &DecodeError{Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+		return zero, &DecodeError{Err: malformed(err)}
 	}
 	// The options the protobuf plan applies as it decodes, applied to the
 	// object's own metadata (not to nested ones, such as a template's).

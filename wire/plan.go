@@ -30,7 +30,8 @@ type op struct {
 	kind  opKind
 	num   int32
 	off   uintptr
-	path  string       // the field's path in P, for errors
+	path  string       // the field's path in P, for errors making the plan
+	name  string       // the field's name in P, for decoding errors: plans are shared by fields of one pair of types
 	typ   reflect.Type // the field's type in P
 	elem  *op          // opRepeated: the element; opMap: the value
 	key   *op          // opMap: the key
@@ -117,7 +118,7 @@ func (pl *planner) build(p, t reflect.Type, path string) (*plan, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := x.set(num, &op{kind: opMessage, num: num, off: pf.Offset, path: fpath, typ: pf.Type, plan: sub}); err != nil {
+			if err := x.set(num, &op{kind: opMessage, num: num, off: pf.Offset, path: fpath, name: pf.Name, typ: pf.Type, plan: sub}); err != nil {
 				return nil, err
 			}
 			continue
@@ -146,7 +147,7 @@ func (pl *planner) build(p, t reflect.Type, path string) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		o.num, o.off = num, pf.Offset
+		o.num, o.off, o.name = num, pf.Offset, pf.Name
 		if t == objectMetaType {
 			switch pf.Name {
 			case "Name", "GenerateName", "UID", "ResourceVersion", "SelfLink":
