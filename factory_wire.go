@@ -121,8 +121,10 @@ func wireOptions(f *Factory, noTransform bool) wire.Options {
 //	}
 //	pods, err := informer.ForProjection[PodSlim, corev1.Pod](f)
 //
-// The mapping is checked here: a field T lacks or a type that does not
-// match is an error wrapping wire.ErrMismatch that names the field's path.
+// The mapping is checked here: a field T lacks, a type that does not
+// match, or a wire.Meta other than P's own (a Meta[Q] pasted from another
+// projection) is an error wrapping wire.ErrMismatch that names the field's
+// path (see wire.NewDecoder for what a projection may hold).
 // Keys, namespaces, resource versions, label selectors, indexers, listers,
 // handlers and tombstones work with PP as with any type. The informer is
 // shared per P, named like "v1/pods (PodSlim)"; FactoryOptions.Wire

@@ -151,7 +151,8 @@ func TestForProjection(t *testing.T) {
 }
 
 // TestForProjectionMismatch: a projection field T lacks, or of another
-// type, is an error naming its path, made before any request.
+// type, or the Meta of another projection, is an error naming its path,
+// made before any request.
 func TestForProjectionMismatch(t *testing.T) {
 	type badField struct {
 		wire.Meta[badField]
@@ -171,6 +172,16 @@ func TestForProjectionMismatch(t *testing.T) {
 	_, err = ForProjection[badType, corev1.Pod](f)
 	if !errors.As(err, &me) || me.Path != "Spec.NodeName" {
 		t.Errorf("ForProjection[badType] = %v, want a mismatch at Spec.NodeName", err)
+	}
+	// Another projection's Meta, which DeepCopyObject would copy as that
+	// projection (it was accepted).
+	type wrongMeta struct {
+		wire.Meta[podSlim]
+		Spec struct{ NodeName string }
+	}
+	_, err = ForProjection[wrongMeta, corev1.Pod](f)
+	if !errors.As(err, &me) || me.Path != "Meta" || !strings.Contains(me.Reason, "wire.Meta[wrongMeta]") {
+		t.Errorf("ForProjection[wrongMeta] = %v, want a mismatch at Meta saying wire.Meta[wrongMeta]", err)
 	}
 	if reqs := resourceRequests(srv, "/pods"); len(reqs) != 0 {
 		t.Errorf("requests %v, want none", reqs)
