@@ -119,7 +119,7 @@ type shared[T Object] struct {
 //
 // For resolves T's resource through discovery once; later calls for T
 // contact no server. It does not start the informer: Factory.Start does,
-// or did. Do not call the informer's Run: the factory runs it.
+// or did; the informer's own Run returns ErrRunByFactory.
 func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], error) {
 	return ForContext(context.Background(), f, opts...)
 }
@@ -383,6 +383,7 @@ func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.G
 		f.mu.Unlock()
 		return nil, err
 	}
+	inf.byFactory = true
 	s.informer = inf
 	e := &factoryEntry{name: s.name, informer: inf, shared: s, done: make(chan struct{})}
 	f.entries[s.name] = e
