@@ -48,7 +48,8 @@ var (
 	// ErrNotStarted reports a Factory.WaitForCacheSync before Start.
 	ErrNotStarted = errors.New("informer: factory not started")
 	// ErrNotSynced reports informers whose caches did not sync before the
-	// context of Factory.WaitForCacheSync ended, or that stopped first.
+	// context of WaitForCacheSync or Factory.WaitForCacheSync ended, or
+	// that stopped or failed to sync (see ErrSyncFailed) first.
 	ErrNotSynced = errors.New("informer: caches not synced")
 	// ErrNoInformer reports a name under which the factory has no
 	// informer (Factory.Remove).

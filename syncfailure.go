@@ -43,10 +43,11 @@ func (e *SyncError) Unwrap() []error { return []error{ErrSyncFailed, e.Err} }
 
 // syncFailure records the errors that keep an informer from syncing.
 type syncFailure struct {
-	mu   sync.Mutex
-	err  *SyncError
-	gen  uint64        // how many errors were recorded
-	next chan struct{} // closed when the next one is
+	mu       sync.Mutex // guards the fields below
+	err      *SyncError
+	gen      uint64        // how many errors were recorded
+	next     chan struct{} // closed when the next one is
+	reported uint64        // gen when the package's WaitForCacheSync last returned err
 }
 
 func newSyncFailure() *syncFailure { return &syncFailure{next: make(chan struct{})} }
@@ -84,6 +85,42 @@ func (f *syncFailure) state() (uint64, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.gen, f.next
+}
+
+// unreported reports whether an error was recorded that the package's
+// WaitForCacheSync has not returned yet, and returns a channel closed when
+// the next one is.
+func (f *syncFailure) unreported() (bool, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gen > f.reported, f.next
+}
+
+// report returns the last recorded error, if the informer has not synced,
+// as get does, and notes that WaitForCacheSync returned it.
+func (f *syncFailure) report(synced bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if synced || f.err == nil {
+		return nil
+	}
+	f.reported = f.gen
+	return f.err
+}
+
+// failingSyncer is a Syncer that knows what keeps it from syncing: an
+// informer, or a handler's Registration of one.
+type failingSyncer interface {
+	Synced() <-chan struct{}
+	// failureState returns the informer's record of failures, and whether
+	// the informer has synced.
+	failureState() (*syncFailure, bool)
+}
+
+func (s *SharedIndexInformer[T]) failureState() (*syncFailure, bool) { return s.failure, s.HasSynced() }
+
+func (r *Registration[T]) failureState() (*syncFailure, bool) {
+	return r.inf.failure, r.inf.HasSynced()
 }
 
 // isSyncFailure reports whether err, met by a Reflector, is one that
