@@ -22,6 +22,28 @@ type ListPage[T any] struct {
 	metav1.ListMeta
 }
 
+// ListMetaOf returns the list metadata of list, a client-go list such as a
+// *corev1.PodList, an *unstructured.UnstructuredList or a
+// *metav1.PartialObjectMetadataList, as a ListPage carries it: its
+// resource version, continue token, remaining item count and shard info
+// (which a server that filtered the list by ShardSelector echoes).
+func ListMetaOf(list metav1.ListInterface) metav1.ListMeta {
+	lm := metav1.ListMeta{
+		ResourceVersion:    list.GetResourceVersion(),
+		Continue:           list.GetContinue(),
+		RemainingItemCount: list.GetRemainingItemCount(),
+	}
+	switch l := list.(type) {
+	case metav1.ShardedListInterface:
+		lm.ShardInfo = l.GetShardInfo()
+	case *unstructured.UnstructuredList:
+		if sel, ok, _ := unstructured.NestedString(l.Object, "metadata", "shardInfo", "selector"); ok {
+			lm.ShardInfo = &metav1.ShardInfo{Selector: sel}
+		}
+	}
+	return lm
+}
+
 // ListerWatcher is the source a Reflector lists and watches.
 //
 // List returns one page of objects for opts; the Reflector asks for the
@@ -179,10 +201,7 @@ func (lw *clientListWatch[E, T, L]) List(ctx context.Context, opts metav1.ListOp
 		return nil, fmt.Errorf("%w: %T", errNoListMeta, l)
 	}
 	src := lw.items(l)
-	page := &ListPage[T]{Items: make([]T, len(src))}
-	page.ResourceVersion = meta.GetResourceVersion()
-	page.Continue = meta.GetContinue()
-	page.RemainingItemCount = meta.GetRemainingItemCount()
+	page := &ListPage[T]{Items: make([]T, len(src)), ListMeta: ListMetaOf(meta)}
 	for i := range src {
 		item := new(E)
 		*item = src[i]
