@@ -9,7 +9,6 @@ import (
 	"github.com/typedkube/informer/wire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -179,7 +178,7 @@ func ForProjection[P, T any, PP interface {
 // projectedListWatch lists and watches T through full and projects each
 // object into PP through its protobuf encoding.
 func projectedListWatch[PP, TP Object](full ListerWatcher[TP], dec *wire.Decoder[PP]) ListerWatcher[PP] {
-	project := func(obj TP) (PP, error) {
+	return convertedListWatch(full, nil, func(obj TP) (PP, error) {
 		var zero PP
 		m, ok := any(obj).(interface{ Marshal() ([]byte, error) })
 		if !ok {
@@ -190,41 +189,5 @@ func projectedListWatch[PP, TP Object](full ListerWatcher[TP], dec *wire.Decoder
 			return zero, err
 		}
 		return dec.Protobuf(b)
-	}
-	lw := ListWatchFuncs[PP]{
-		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[PP], error) {
-			page, err := full.List(ctx, opts)
-			if err != nil {
-				return nil, err
-			}
-			return convertPage(page, project)
-		},
-		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := full.Watch(ctx, opts)
-			if err != nil {
-				return nil, err
-			}
-			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-				obj, ok := ev.Object.(TP)
-				if !ok || ev.Type == watch.Error {
-					return ev, true
-				}
-				p, err := project(obj)
-				if err != nil {
-					// An error event: the Reflector watches again, from its
-					// last resourceVersion, rather than lose the change.
-					return watch.Event{Type: watch.Error, Object: &metav1.Status{
-						Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError,
-						Message: fmt.Sprintf("a %s event does not project: %v", ev.Type, err),
-					}}, true
-				}
-				ev.Object = runtime.Object(p)
-				return ev, true
-			}), nil
-		},
-	}
-	if watchListUnsupported(full) {
-		return WithoutWatchList[PP](lw)
-	}
-	return lw
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -153,16 +154,36 @@ func isSyncFailure(err error) bool {
 // they do not know), whatever text the codec's error has.
 var errUndecodable = errors.New("informer: the response cannot be decoded")
 
+// watchDecodingCause is the cause type of the Status of the ERROR event
+// that ends a watch whose stream client-go could not decode, also sent by
+// package wire and for objects that do not convert (undecodableEvent).
+const watchDecodingCause = "ClientWatchDecoding"
+
 // isDecodeError reports an error of decoding a response: package wire's,
-// the scheme's, JSON's, client-go's codecs', or an object of the wrong
-// type.
+// the scheme's, JSON's, client-go's codecs', a watch's that could not
+// decode an event, or an object of the wrong type.
 func isDecodeError(err error) bool {
 	var syntax *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
+	var status apierrors.APIStatus
 	return errors.Is(err, errUndecodable) || errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrTruncated) ||
 		errors.Is(err, ErrUnexpectedObject) ||
 		runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) || runtime.IsMissingVersion(err) ||
-		errors.As(err, &syntax) || errors.As(err, &typeErr)
+		errors.As(err, &syntax) || errors.As(err, &typeErr) ||
+		errors.As(err, &status) && hasCause(status.Status(), watchDecodingCause)
+}
+
+// hasCause reports whether st has a cause of type typ.
+func hasCause(st metav1.Status, typ metav1.CauseType) bool {
+	if st.Details == nil {
+		return false
+	}
+	for _, c := range st.Details.Causes {
+		if c.Type == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // SyncFailure returns, until the informer has synced, a *SyncError with
