@@ -206,7 +206,9 @@ func logHandlerPanic(ctx context.Context, handler string, recovered any) {
 }
 
 // SetTransform sets the transform (see SharedIndexInformerOptions.Transform).
-// It fails once the informer has started.
+// It fails once the informer has started. On an informer of a Factory, it
+// also makes its objects share nothing a transform could edit in place
+// (see DecodeWire).
 func (s *SharedIndexInformer[T]) SetTransform(f TransformFunc[T]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -215,6 +217,13 @@ func (s *SharedIndexInformer[T]) SetTransform(f TransformFunc[T]) error {
 	}
 	s.transform = f
 	return nil
+}
+
+// hasTransform reports whether the informer has a transform.
+func (s *SharedIndexInformer[T]) hasTransform() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.transform != nil
 }
 
 // SetWatchErrorHandler sets the function told about list and watch errors
