@@ -7,6 +7,7 @@ import (
 	"github.com/typedkube/informer/wire"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -533,6 +534,9 @@ func kindOf[T Object](scheme *runtime.Scheme) (schema.GroupVersionKind, reflect.
 	obj := reflect.New(typ.Elem()).Interface().(runtime.Object)
 	gvks, unversioned, err := scheme.ObjectKinds(obj)
 	switch {
+	case err != nil && isProjection(typ):
+		return gvk, nil, fmt.Errorf("%w: %v is a projection (it embeds wire.Meta): use ForProjection[%s, T], T being the API type it projects, such as corev1.Pod",
+			ErrNotRegistered, typ, typ.Elem().Name())
 	case err != nil:
 		return gvk, nil, fmt.Errorf("%w: %v: %w", ErrNotRegistered, typ, err)
 	case unversioned:
@@ -547,6 +551,18 @@ func kindOf[T Object](scheme *runtime.Scheme) (schema.GroupVersionKind, reflect.
 		return gvk, nil, fmt.Errorf("%w: %v has no list kind %s: %w", ErrNotRegistered, typ, listKind.Kind, err)
 	}
 	return gvk, reflect.TypeOf(list), nil
+}
+
+// isProjection reports whether typ, a pointer to a struct, is a
+// projection: whether the struct embeds a wire.Meta.
+func isProjection(typ reflect.Type) bool {
+	for i := range typ.Elem().NumField() {
+		f := typ.Elem().Field(i)
+		if f.Anonymous && f.Type.PkgPath() == reflect.TypeFor[wire.Options]().PkgPath() && strings.HasPrefix(f.Type.Name(), "Meta[") {
+			return true
+		}
+	}
+	return false
 }
 
 // restMapping maps gvk to its resource and scope.

@@ -294,3 +294,17 @@ func checkLateTransform[T Object](t *testing.T, forT func(*Factory, ForOptions[T
 		}
 	}
 }
+
+// For of a projection type says to use ForProjection, rather than only that
+// the scheme does not know it.
+func TestForOfProjection(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	f := newTestFactory(t, srv, FactoryOptions{})
+	_, err := For[*podSlim](f)
+	if !errors.Is(err, ErrNotRegistered) || !strings.Contains(err.Error(), "ForProjection[podSlim, T]") {
+		t.Errorf("For[*podSlim] = %v, want ErrNotRegistered naming ForProjection[podSlim, T]", err)
+	}
+	if _, err := For[*widget](f); err == nil || strings.Contains(err.Error(), "ForProjection") {
+		t.Errorf("For[*widget] = %v, want ErrNotRegistered without ForProjection (widget is no projection)", err)
+	}
+}
