@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -34,6 +35,15 @@ type FactoryClients struct {
 	Dynamic dynamic.Interface
 	// Metadata serves ForMetadata.
 	Metadata metadata.Interface
+	// Source, if set, serves For and ForProjection of every type, in
+	// place of Kube and Dynamic: it returns the ListerWatcher of the
+	// objects of mapping's kind in namespace ("" for every namespace, or a
+	// cluster-scoped resource), each of the Go type the factory's scheme
+	// gives that kind. The factory adds its selectors and tweaks to the
+	// options of each request, and copies each object (DeepCopyObject), so
+	// that a transform may edit it in place, as it may one decoded from a
+	// server's response. informertest.Server.NewFactory sets it.
+	Source func(mapping *meta.RESTMapping, namespace string) (ListerWatcher[Object], error)
 }
 
 // NewFactoryForClients returns a Factory that lists and watches through
@@ -44,14 +54,14 @@ type FactoryClients struct {
 //	pods, err := informer.For[*corev1.Pod](f)
 //
 // Kinds map to resources through FactoryOptions.RESTMapper if set, and
-// otherwise through the resources of Kube's typed clients: the built-in
-// kinds, with their scope, found without discovery. Give a RESTMapper (such
+// otherwise through the resources of client-go's typed clients: the
+// built-in kinds, with their scope, found without discovery. Give a RESTMapper (such
 // as meta.NewDefaultRESTMapper with the kinds added) to use For of CRD Go
 // types, ForUnstructured or ForMetadata with CRDs. Clients that carry client-go's marker for lacking
 // watch-list semantics (its fakes do) are listed and watched instead of
 // being asked for a watch-list stream.
 func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory, error) {
-	if clients.Kube == nil && clients.Dynamic == nil && clients.Metadata == nil {
+	if clients.Kube == nil && clients.Dynamic == nil && clients.Metadata == nil && clients.Source == nil {
 		return nil, fmt.Errorf("%w: no client in FactoryClients", ErrInvalidOptions)
 	}
 	if err := validateFactoryOptions(&opts); err != nil {
@@ -71,9 +81,22 @@ func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory
 }
 
 // clientListWatchFor returns the ListerWatcher of For[T] in a factory made
-// by NewFactoryForClients: T's typed client in Kube, or else the dynamic
-// client converting from unstructured objects.
+// by NewFactoryForClients: its Source's, T's typed client in Kube, or else
+// the dynamic client converting from unstructured objects.
 func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, sc scope) (ListerWatcher[T], error) {
+	if f.clients.Source != nil {
+		lw, err := f.clients.Source(mapping, sc.namespace)
+		if err != nil || lw == nil {
+			return nil, fmt.Errorf("informer: FactoryClients.Source of %s: %w", mapping.Resource, cmp.Or(err, ErrInvalidOptions))
+		}
+		return convertedListWatch(lw, sc.tweak, func(obj Object) (T, error) {
+			t, ok := obj.DeepCopyObject().(T) // as from a server: its own, to transform in place
+			if !ok {
+				return t, fmt.Errorf("%w: %T, want %T", ErrUnexpectedObject, obj, t)
+			}
+			return t, nil
+		}), nil
+	}
 	if f.clients.Kube != nil {
 		m := &typedClientMapper{clients: f.clients.Kube, scheme: f.opts.Scheme}
 		if c, ok := m.clientFor(reflect.TypeFor[T]().Elem()); ok {
@@ -268,7 +291,7 @@ func (m *typedClientMapper) scan() {
 	m.byType = map[reflect.Type]typedClient{}
 	m.byGVK = map[schema.GroupVersionKind]typedClient{}
 	if m.clients == nil || isNil(m.clients) {
-		return
+		m.clients = kubernetes.New(nil) // for its types; never called
 	}
 	s := m.scheme
 	if s == nil {
