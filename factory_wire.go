@@ -174,16 +174,11 @@ func (d *wireDecoding[T]) cached(ref wire.ObjectRef) (T, bool) {
 // watches T through the clients and projects each object by encoding it
 // in protobuf and decoding that, which gives the same P.
 //
-// Give P and T as struct types, not pointers: ForProjection[PodSlim,
-// corev1.Pod]; PP and TP, inferred, are *P and *T. Given a pointer, as in
-// ForProjection[*PodSlim, corev1.Pod] or ForProjection[PodSlim,
-// *corev1.Pod], the compiler reports that **PodSlim (or **v1.Pod) does not
-// satisfy the constraint of PP (or TP): drop the *. For of a projection
-// (For[*PodSlim]) returns ErrNotRegistered, naming ForProjection.
-//
-// The informer's cache holds *P, not *T: client-go's generated listers,
-// which assert *T, cannot read it (see clientgo.Indexer); its own Lister
-// and client-go's cache.NewGenericLister can.
+// P and T are structs, not pointers (PP and TP are inferred): for
+// ForProjection[*PodSlim, corev1.Pod] or [PodSlim, *corev1.Pod], Go reports
+// that **PodSlim (or **v1.Pod) does not satisfy the constraint. For of a
+// projection is ErrNotRegistered, naming ForProjection. Generated listers,
+// which assert *T, cannot read the cache (see clientgo.Indexer).
 func ForProjection[P, T any, PP interface {
 	*P
 	Object
