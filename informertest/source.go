@@ -62,6 +62,7 @@ type Source[T informer.Object] struct {
 	offline   bool
 	lists     int
 	watches   int
+	newObject func() T // an empty T, for bookmarks; nil for a new *E where T is *E
 }
 
 // NewSource returns a Source holding copies of objs, created in order.
@@ -154,7 +155,12 @@ func (s *Source[T]) Bookmark() {
 }
 
 func (s *Source[T]) bookmarkLocked(initialEventsEnd bool) T {
-	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	var obj T
+	if s.newObject != nil {
+		obj = s.newObject()
+	} else {
+		obj = reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	}
 	obj.SetResourceVersion(strconv.Itoa(s.rv))
 	if initialEventsEnd {
 		obj.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})

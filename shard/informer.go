@@ -142,9 +142,10 @@ func (i *Informer[T]) Lister() informer.Lister[T] { return i.inf.Lister() }
 // the cache.
 func (i *Informer[T]) HasSynced() bool { return i.inf.HasSynced() }
 
-// Run runs the underlying informer (not needed for one from For: the
-// factory runs it) until ctx ends. A second Run returns
-// informer.ErrStarted and leaves the first one running as it was.
+// Run runs the underlying informer until ctx ends. A second Run returns
+// informer.ErrStarted and leaves the first one running as it was; on one
+// from For, which the factory runs, Run returns informer.ErrRunByFactory
+// (which wraps ErrStarted) at once.
 func (i *Informer[T]) Run(ctx context.Context) error {
 	err := i.inf.Run(ctx)
 	if !errors.Is(err, informer.ErrStarted) {
