@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -14,22 +15,22 @@ import (
 )
 
 // Releaser is implemented by a handler that wants to hear when an object
-// leaves this replica's share because its bucket moved to another member
-// (a rebalance), as opposed to OnDelete, which means the object was
-// deleted. When buckets are given up, OnRelease is called once for each
-// object of them the handler was told of (OnAdd or OnUpdate) and not of its
-// deletion, after the last other call for them and before any other member
-// gets them; notifications still queued for those buckets are dropped, and
-// the objects leave the cache at the relist that follows. The exception is
-// a member that could not renew its Lease: it stops delivering before the
-// Lease expires, and its OnRelease calls, made then, may still be running
-// when another member, after the expiry, has taken the objects over. A
-// member that leaves (its Run's context ended) gives every bucket up
-// without OnRelease calls, as does an informer that has stopped; a handler
-// removed gets none after RemoveEventHandler returns but the call in
-// flight. While buckets move, the Member waits for handler calls in
-// flight: a handler must not make informers on its own Member (For,
-// NewInformer), which wait for the move.
+// leaves this replica's share because its bucket moved to another member (a
+// rebalance), as opposed to OnDelete, which means the object was deleted.
+// When buckets are given up, OnRelease is called once for each object of
+// them the handler was told of (OnAdd or OnUpdate) and not of its deletion,
+// after the last other call for them and before any other member gets them;
+// notifications still queued for those buckets are dropped, and the objects
+// leave the cache at the relist that follows. The exception is a member past
+// its fencing point (it could not renew its Lease in time, or its process
+// was frozen): no other call starts then, but its OnRelease calls, made when
+// its loop sees it, may run after another member, past the expiry, has taken
+// the objects over (see Member). A member that leaves (its Run's context
+// ended) gives every bucket up without OnRelease calls, as does an informer
+// that has stopped; a handler removed gets none after RemoveEventHandler
+// returns but the call in flight. While buckets move, the Member waits for
+// handler calls in flight: a handler must not make informers on its own
+// Member (For, NewInformer), which wait for the move.
 type Releaser[T informer.Object] interface {
 	OnRelease(obj T)
 }
@@ -313,11 +314,22 @@ type handler[T informer.Object] struct {
 	removed atomic.Bool // set by RemoveEventHandler
 }
 
+// delivers reports whether a notification of an object whose key hashes
+// to h (any, if known is false) is delivered now: its bucket is active and
+// the Member's Lease has not passed its fencing point. The caller holds
+// calls (shared).
+func (w *handler[T]) delivers(h uint64, known bool) bool {
+	if known && !w.i.active.Load().HasHash(h) {
+		return false // given up (released) or never ours
+	}
+	return w.i.m.handling(time.Now())
+}
+
 func (w *handler[T]) OnAdd(obj T, isInInitialList bool) {
 	w.i.calls.RLock()
 	defer w.i.calls.RUnlock()
 	h := Hash(field(obj, w.i.src.key))
-	if !w.i.active.Load().HasHash(h) {
+	if !w.delivers(h, true) {
 		return
 	}
 	if !isInInitialList && w.i.initial(obj, h) {
@@ -332,7 +344,7 @@ func (w *handler[T]) OnAdd(obj T, isInInitialList bool) {
 func (w *handler[T]) OnUpdate(oldObj, newObj T) {
 	w.i.calls.RLock()
 	defer w.i.calls.RUnlock()
-	if !w.i.active.Load().HasHash(Hash(field(newObj, w.i.src.key))) {
+	if !w.delivers(Hash(field(newObj, w.i.src.key)), true) {
 		return
 	}
 	if w.told != nil {
@@ -344,8 +356,13 @@ func (w *handler[T]) OnUpdate(oldObj, newObj T) {
 func (w *handler[T]) OnDelete(d informer.DeletedObject[T]) {
 	w.i.calls.RLock()
 	defer w.i.calls.RUnlock()
-	if !isZero(d.Obj) && !w.i.active.Load().HasHash(Hash(field(d.Obj, w.i.src.key))) {
-		return // given up (released) or never ours
+	known := !isZero(d.Obj)
+	var h uint64
+	if known {
+		h = Hash(field(d.Obj, w.i.src.key))
+	}
+	if !w.delivers(h, known) {
+		return
 	}
 	if w.told != nil && !isZero(d.Obj) {
 		delete(w.told, d.Obj.GetUID())

@@ -87,21 +87,50 @@ type Options struct {
 // implement Releaser, then removes the buckets from its Lease. A member that
 // gains buckets writes them to its Lease first, reads every Lease again
 // (a consistent LIST), backs off from any bucket another live member still
-// holds, and only then lists and delivers them. A member that cannot renew
-// its Lease stops delivering everything before its Lease expires in the
-// eyes of others. So, as long as the replicas' clocks agree to within that
-// margin (the larger of RenewInterval and LeaseDuration/5) and no handler
-// call outlasts it, no object is handled by two members at once.
+// holds, and only then lists and delivers them.
+//
+// Fencing: the fencing point is the start of the last successful Lease
+// write plus LeaseDuration minus the margin (the larger of RenewInterval
+// and LeaseDuration/5), before others see the Lease expire. Every handler
+// call (OnAdd, OnUpdate, OnDelete) checks as it starts that the point has
+// not passed, on the monotonic and on the wall clock; none starts after it.
+// Once a call or the member's loop has seen it pass, nothing is delivered,
+// even if a late renewal then succeeds, until the member has given every
+// bucket up (OnRelease) and claimed buckets again (reading every Lease),
+// listing them anew. This holds for a member that cannot write its Lease
+// and for one whose process was frozen (SIGSTOP, a paused VM, starvation)
+// and resumes with notifications queued. So, as long as the replicas'
+// clocks agree to within the margin and no handler call outlasts it, no
+// object is handled by two members at once. The exceptions are the calls
+// already started at the fencing point (one a frozen process was in runs
+// on when it resumes) and the OnRelease calls of the giving up, which
+// tell the handler to let go after the point.
 type Member struct {
 	opts      Options
 	leaseName string
 	fenceAt   time.Duration // since the last renewal, when the member stops handling
+	base      time.Time     // when the Member was made: the origin of validMono
 	leases    *informer.SharedIndexInformer[*coordinationv1.Lease]
 	kick      chan struct{}
 	ready     chan struct{} // closed once the first assignment is in effect
 	readyOnce sync.Once
 	running   atomic.Bool
 	joined    atomic.Bool // a Run has joined: its Leases informer ran
+
+	// The fencing point, the last renewal plus fenceAt, on the monotonic
+	// clock (nanoseconds since base) and on the wall clock (Unix
+	// nanoseconds): past either, no handler call starts. Written by
+	// renewed, read by handling without a lock.
+	validMono, validWall atomic.Int64
+	// lapsed is set by the first look (a handler call's or step's) past
+	// the fencing point: from then on nothing is delivered, even after a
+	// renewal, until step has given every bucket up (so that what was not
+	// delivered is released, then listed again when it is claimed again).
+	lapsed atomic.Bool
+	// beforeStep, if set (by tests, before Run), is called by the loop
+	// before each step: blocking in it freezes the loop as a stopped
+	// process would.
+	beforeStep func()
 
 	attachMu  sync.Mutex // held while informers move; orders attach with moves
 	informers []attached
@@ -191,6 +220,7 @@ func NewMember(opts Options) (*Member, error) {
 		opts:      opts,
 		leaseName: name,
 		fenceAt:   opts.LeaseDuration - max(opts.RenewInterval, opts.LeaseDuration/5),
+		base:      time.Now(),
 		kick:      make(chan struct{}, 1),
 		ready:     make(chan struct{}),
 		held:      newBuckets(opts.Buckets),
@@ -325,6 +355,9 @@ func (m *Member) Run(ctx context.Context) error {
 		case <-m.kick:
 		case <-timer.C:
 		}
+		if m.beforeStep != nil {
+			m.beforeStep()
+		}
 		next := m.step(ctx)
 		m.readyOnce.Do(func() { close(m.ready) })
 		timer.Reset(next)
@@ -363,9 +396,34 @@ func (m *Member) join(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.lease = l
-	m.lastRenew = now
+	m.renewedLocked(now)
 	m.mu.Unlock()
 	return nil
+}
+
+// renewedLocked records a successful write of the Lease that started at
+// now (the renew time it wrote), and so the new fencing point. The caller
+// holds mu.
+func (m *Member) renewedLocked(now time.Time) {
+	m.lastRenew = now
+	m.validMono.Store(int64(now.Sub(m.base) + m.fenceAt))
+	m.validWall.Store(now.UnixNano() + int64(m.fenceAt))
+}
+
+// handling reports whether the member may start a handler call at now:
+// its last renewal is younger than fenceAt on both the monotonic and the
+// wall clock (a paused VM's monotonic clock may not have moved; others
+// judge the Lease by their wall clocks), and it has not lapsed since. The
+// first look past the fencing point makes it lapse.
+func (m *Member) handling(now time.Time) bool {
+	if m.lapsed.Load() {
+		return false
+	}
+	if int64(now.Sub(m.base)) < m.validMono.Load() && now.UnixNano() < m.validWall.Load() {
+		return true
+	}
+	m.lapsed.Store(true)
+	return false
 }
 
 // leaseObject is the member's Lease as of now, publishing held.
@@ -400,11 +458,17 @@ func (m *Member) publish(ctx context.Context, held Buckets) error {
 		want.ResourceVersion = cur.ResourceVersion
 		want.Spec.AcquireTime = cur.Spec.AcquireTime
 	}
-	// A write that hangs must not hold the member past its fencing time.
+	// A write that hangs must not hold the loop past its fencing time
+	// (handler calls stop there on their own; the loop gives the buckets
+	// up). One made after it has the renew interval.
 	m.mu.Lock()
 	fence := m.lastRenew.Add(m.fenceAt)
 	m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, max(min(m.opts.RenewInterval, time.Until(fence)), 10*time.Millisecond))
+	timeout := m.opts.RenewInterval
+	if until := time.Until(fence); until > 0 {
+		timeout = min(timeout, max(until, 10*time.Millisecond))
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	l, err := c.Update(ctx, want, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -429,13 +493,17 @@ func (m *Member) publish(ctx context.Context, held Buckets) error {
 		return err
 	}
 	m.lease = l
-	m.lastRenew = now
+	m.renewedLocked(now)
 	m.held = held
 	m.fenced = false
 	return nil
 }
 
-// step renews, fences or rebalances as needed and returns when to look again.
+// step fences, renews or rebalances as needed and returns when to look
+// again. It fences before it renews: a member that was frozen (SIGSTOP, a
+// paused VM, starvation) past its fencing point may have lost its buckets
+// to others, whatever a renewal now says, so it gives them all up and
+// claims them again (claim reads every Lease) before it delivers again.
 func (m *Member) step(ctx context.Context) time.Duration {
 	logger := klog.FromContext(ctx)
 	now := time.Now()
@@ -443,25 +511,33 @@ func (m *Member) step(ctx context.Context) time.Duration {
 	held, active, lastRenew, fenced := m.held, m.active, m.lastRenew, m.fenced
 	m.mu.Unlock()
 
-	if now.Sub(lastRenew) >= m.opts.RenewInterval {
+	if !fenced && !m.handling(now) {
+		logger.Info("Lease not renewed in time: no longer handling any bucket", "lastRenew", lastRenew)
+		m.move(active, newBuckets(m.opts.Buckets), true)
+		active, held, fenced = newBuckets(m.opts.Buckets), newBuckets(m.opts.Buckets), true
+		m.mu.Lock()
+		m.fenced = true
+		m.held = held // what we will publish once we can
+		m.target = newBuckets(m.opts.Buckets)
+		m.lastRebalance = time.Now()
+		m.mu.Unlock()
+		// Nothing is active: deliveries resume with buckets claimed again.
+		m.lapsed.Store(false)
+	}
+	if now.Sub(lastRenew) >= m.opts.RenewInterval || fenced {
 		if err := m.publish(ctx, held); err != nil {
 			logger.V(2).Info("Lease renewal failed", "err", err)
 		} else {
 			lastRenew, fenced = now, false
 		}
 	}
-	if time.Since(lastRenew) >= m.fenceAt {
-		if !fenced {
-			logger.Info("Lease not renewed in time: no longer handling any bucket", "lastRenew", lastRenew)
-			m.move(active, newBuckets(m.opts.Buckets), true)
-			m.mu.Lock()
-			m.fenced = true
-			m.held = newBuckets(m.opts.Buckets) // what we will publish once we can
-			m.target = newBuckets(m.opts.Buckets)
-			m.lastRebalance = time.Now()
-			m.mu.Unlock()
-		}
+	if fenced {
 		return m.opts.RenewInterval / 4
+	}
+	if !m.handling(time.Now()) {
+		// The renewal came too late (it hung past the fencing point):
+		// fence at once.
+		return 0
 	}
 
 	members, othersHeld, nextExpiry := m.view(now)

@@ -41,17 +41,30 @@ func configMap(i int) *corev1.ConfigMap {
 type log struct {
 	mu    sync.Mutex
 	calls []call
-	busy  map[string]string // key -> replica in a call now
+	busy  map[string]string          // key -> replica in a call now
+	holds map[string]map[string]bool // key -> replicas whose handlers hold it: added, not deleted or released since
 	fails []string
+	// callTime is how long a call takes (a sleep): 50us, so that calls
+	// can overlap. In a synctest bubble it must be 0: time does not move
+	// while a Member waits for the calls lock, so a sleeping call would
+	// never end.
+	callTime time.Duration
 }
 
 type call struct {
 	replica, kind, key string
 	initial            bool
 	start, end         time.Time
+	heldElsewhere      []string // other replicas that held the key when the call started
 }
 
-func newLog() *log { return &log{busy: make(map[string]string)} }
+func (c call) String() string {
+	return fmt.Sprintf("%s %s of %s at %s (held by %v)", c.replica, c.kind, c.key, c.start.Format("15:04:05.000000"), c.heldElsewhere)
+}
+
+func newLog() *log {
+	return &log{busy: make(map[string]string), holds: make(map[string]map[string]bool), callTime: 50 * time.Microsecond}
+}
 
 // handlerFor is the handler of one replica: it records calls and checks
 // that no other replica is in a call for the same key at once.
@@ -72,12 +85,29 @@ func (h *recordingHandler) do(kind string, obj *corev1.ConfigMap, initial bool) 
 		l.fails = append(l.fails, fmt.Sprintf("%s: %s by %s while %s was in a call", key, kind, h.replica, other))
 	}
 	l.busy[key] = h.replica
+	var elsewhere []string
+	for r := range l.holds[key] {
+		if r != h.replica {
+			elsewhere = append(elsewhere, r)
+		}
+	}
 	l.mu.Unlock()
 	start := time.Now()
-	time.Sleep(50 * time.Microsecond)
+	if l.callTime > 0 {
+		time.Sleep(l.callTime)
+	}
 	l.mu.Lock()
 	delete(l.busy, key)
-	l.calls = append(l.calls, call{replica: h.replica, kind: kind, key: key, initial: initial, start: start, end: time.Now()})
+	if l.holds[key] == nil {
+		l.holds[key] = make(map[string]bool)
+	}
+	switch kind {
+	case "add", "update":
+		l.holds[key][h.replica] = true
+	case "delete", "release":
+		delete(l.holds[key], h.replica)
+	}
+	l.calls = append(l.calls, call{replica: h.replica, kind: kind, key: key, initial: initial, start: start, end: time.Now(), heldElsewhere: elsewhere})
 	l.mu.Unlock()
 }
 
@@ -93,25 +123,53 @@ func (h *recordingHandler) OnRelease(obj *corev1.ConfigMap) { h.do("release", ob
 func (l *log) owners() map[string][]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	has := make(map[string]map[string]bool)
-	for _, c := range l.calls {
-		if has[c.key] == nil {
-			has[c.key] = make(map[string]bool)
-		}
-		switch c.kind {
-		case "add", "update":
-			has[c.key][c.replica] = true
-		case "delete", "release":
-			delete(has[c.key], c.replica)
-		}
-	}
 	out := make(map[string][]string)
-	for k, rs := range has {
+	for k, rs := range l.holds {
 		for r := range rs {
 			out[k] = append(out[k], r)
 		}
 	}
 	return out
+}
+
+// deliveries returns replica's adds, updates and deletes that started at or
+// after since.
+func (l *log) deliveries(replica string, since time.Time) []call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []call
+	for _, c := range l.calls {
+		if c.replica == replica && c.kind != "release" && !c.start.Before(since) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// deliveredWhileHeldElsewhere returns replica's adds, updates and deletes
+// that started at or after since while another replica held the object.
+func (l *log) deliveredWhileHeldElsewhere(replica string, since time.Time) []call {
+	var out []call
+	for _, c := range l.deliveries(replica, since) {
+		if len(c.heldElsewhere) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// count returns how many calls of kind replica got that started at or
+// after since.
+func (l *log) count(replica, kind string, since time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.calls {
+		if c.replica == replica && c.kind == kind && !c.start.Before(since) {
+			n++
+		}
+	}
+	return n
 }
 
 // replica is one member and its sharded informer.
@@ -125,32 +183,21 @@ type replica struct {
 
 func startReplica(t *testing.T, leases *fake.Clientset, src *informertest.Source[*corev1.ConfigMap], l *log, name string, key ...Key) *replica {
 	t.Helper()
+	return runReplica(t, newTestMember(t, leases, name, append(key, KeyUID)[0]), src, l, name)
+}
+
+// newTestMember is the member name of group "cms": Leases of 2s renewed
+// every 200ms, 64 buckets.
+func newTestMember(t *testing.T, leases *fake.Clientset, name string, key Key) *Member {
+	t.Helper()
 	m, err := NewMember(Options{
 		Leases: leases.CoordinationV1(), Namespace: "leases", Group: "cms", Identity: name,
-		LeaseDuration: 2 * time.Second, RenewInterval: 200 * time.Millisecond, Buckets: 64, Key: append(key, KeyUID)[0],
+		LeaseDuration: 2 * time.Second, RenewInterval: 200 * time.Millisecond, Buckets: 64, Key: key,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf, err := NewInformer[*corev1.ConfigMap](m, src, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := inf.AddEventHandler(l.handlerFor(name)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{name: name, member: m, inf: inf, cancel: cancel, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := m.Run(ctx); err != nil {
-			t.Errorf("%s: Member.Run: %v", name, err)
-		}
-	})
-	wg.Go(func() { _ = inf.Run(ctx) })
-	go func() { wg.Wait(); close(r.done) }()
-	t.Cleanup(r.stop)
-	return r
+	return m
 }
 
 func (r *replica) stop() {
