@@ -54,6 +54,7 @@ type log struct {
 type call struct {
 	replica, kind, key string
 	initial            bool
+	echo               bool // an update whose old and new objects have the same resource version
 	start, end         time.Time
 	heldElsewhere      []string // other replicas that held the key when the call started
 }
@@ -78,7 +79,12 @@ type recordingHandler struct {
 }
 
 func (h *recordingHandler) do(kind string, obj *corev1.ConfigMap, initial bool) {
-	key := obj.Namespace + "/" + obj.Name
+	h.record(call{replica: h.replica, kind: kind, key: obj.Namespace + "/" + obj.Name, initial: initial})
+}
+
+// record makes call c, filling in its times and who else held its key.
+func (h *recordingHandler) record(c call) {
+	key, kind := c.key, c.kind
 	l := h.log
 	l.mu.Lock()
 	if other, ok := l.busy[key]; ok && other != h.replica {
@@ -107,12 +113,15 @@ func (h *recordingHandler) do(kind string, obj *corev1.ConfigMap, initial bool) 
 	case "delete", "release":
 		delete(l.holds[key], h.replica)
 	}
-	l.calls = append(l.calls, call{replica: h.replica, kind: kind, key: key, initial: initial, start: start, end: time.Now(), heldElsewhere: elsewhere})
+	c.start, c.end, c.heldElsewhere = start, time.Now(), elsewhere
+	l.calls = append(l.calls, c)
 	l.mu.Unlock()
 }
 
 func (h *recordingHandler) OnAdd(obj *corev1.ConfigMap, initial bool) { h.do("add", obj, initial) }
-func (h *recordingHandler) OnUpdate(_, obj *corev1.ConfigMap)         { h.do("update", obj, false) }
+func (h *recordingHandler) OnUpdate(old, obj *corev1.ConfigMap) {
+	h.record(call{replica: h.replica, kind: "update", key: obj.Namespace + "/" + obj.Name, echo: old.ResourceVersion == obj.ResourceVersion})
+}
 func (h *recordingHandler) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
 	h.do("delete", d.Obj, false)
 }
@@ -187,13 +196,17 @@ func startReplica(t *testing.T, leases *fake.Clientset, src *informertest.Source
 }
 
 // newTestMember is the member name of group "cms": Leases of 2s renewed
-// every 200ms, 64 buckets.
-func newTestMember(t *testing.T, leases *fake.Clientset, name string, key Key) *Member {
+// every 200ms, 64 buckets, unless tweak says otherwise.
+func newTestMember(t *testing.T, leases *fake.Clientset, name string, key Key, tweak ...func(*Options)) *Member {
 	t.Helper()
-	m, err := NewMember(Options{
+	o := Options{
 		Leases: leases.CoordinationV1(), Namespace: "leases", Group: "cms", Identity: name,
 		LeaseDuration: 2 * time.Second, RenewInterval: 200 * time.Millisecond, Buckets: 64, Key: key,
-	})
+	}
+	for _, f := range tweak {
+		f(&o)
+	}
+	m, err := NewMember(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +220,7 @@ func (r *replica) stop() {
 
 // converged reports whether the live replicas own every bucket between
 // them, each what Assign gives it, and their caches hold exactly the
-// source's objects of their buckets.
+// source's objects of their buckets, each at its latest version.
 func converged(rs []*replica, src *informertest.Source[*corev1.ConfigMap]) error {
 	var names []string
 	for _, r := range rs {
@@ -227,8 +240,12 @@ func converged(rs []*replica, src *informertest.Source[*corev1.ConfigMap]) error
 		for _, o := range objs {
 			if st.Owned.HasHash(Hash(field(o, r.member.Key()))) {
 				n++
-				if _, ok := r.inf.Informer().GetIndexer().GetByKey(o.Namespace + "/" + o.Name); !ok {
+				cached, ok := r.inf.Informer().GetIndexer().GetByKey(o.Namespace + "/" + o.Name)
+				if !ok {
 					return fmt.Errorf("%s lacks %s", r.name, o.Name)
+				}
+				if cached.ResourceVersion != o.ResourceVersion {
+					return fmt.Errorf("%s caches %s at resource version %s, not %s", r.name, o.Name, cached.ResourceVersion, o.ResourceVersion)
 				}
 			}
 		}

@@ -78,7 +78,9 @@ func TestStalledReplicaDeliversNothing(t *testing.T) {
 				l := newLog()
 				l.callTime = 0
 				f := &freezer{}
-				a := startReplicaWith(t, leases, src, l, "a", func(m *Member) { m.beforeStep = f.gate })
+				am := newTestMember(t, leases, "a", KeyUID)
+				am.beforeStep = f.gate
+				a := runReplica(t, am, src, l, "a")
 				b := startReplica(t, leases, src, l, "b")
 				waitConverged(t, []*replica{a, b}, src)
 
@@ -133,14 +135,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// startReplicaWith is startReplica with a hook on the Member before it runs.
-func startReplicaWith(t *testing.T, leases *fake.Clientset, src *informertest.Source[*corev1.ConfigMap], l *log, name string, hook func(*Member)) *replica {
-	t.Helper()
-	m := newTestMember(t, leases, name, KeyUID)
-	hook(m)
-	return runReplica(t, m, src, l, name)
 }
 
 // runReplica makes m's informer over src with l's handler and runs both.
