@@ -45,9 +45,22 @@ type ledger struct {
 	busy     map[string]busyCall        // key -> the call in flight for it
 	overlaps []overlap
 	calls    map[string]map[string]int // replica -> kind -> count
+	history  []entry                   // every call, in the order they ended
 }
 
 type busyCall struct{ replica, kind string }
+
+// entry is one handler call.
+type entry struct {
+	replica, kind, key string
+	initial            bool // an add of the initial list (or of a bucket gained)
+	echo               bool // an update whose old and new objects have the same resource version
+	start, end         time.Time
+}
+
+func (e entry) String() string {
+	return fmt.Sprintf("%s %s of %s at %s", e.replica, e.kind, e.key, e.start.Format("15:04:05.000000"))
+}
 
 // overlap is a call that started for a key while another replica was in a call for it.
 type overlap struct {
@@ -87,50 +100,90 @@ type ledgerHandler struct {
 	replica string
 }
 
-func (h ledgerHandler) do(kind string, obj *corev1.ConfigMap, initial bool) {
-	key := obj.Namespace + "/" + obj.Name
+func (h ledgerHandler) do(e entry) {
+	e.replica = h.replica
 	l := h.l
 	l.mu.Lock()
-	if other, ok := l.busy[key]; ok && other.replica != h.replica {
-		l.overlaps = append(l.overlaps, overlap{key: key, by: busyCall{h.replica, kind}, during: other})
+	if other, ok := l.busy[e.key]; ok && other.replica != h.replica {
+		l.overlaps = append(l.overlaps, overlap{key: e.key, by: busyCall{h.replica, e.kind}, during: other})
 	}
-	l.busy[key] = busyCall{h.replica, kind}
+	l.busy[e.key] = busyCall{h.replica, e.kind}
 	l.mu.Unlock()
+	e.start = time.Now()
 	time.Sleep(20 * time.Microsecond) // a call takes time
+	e.end = time.Now()
 	l.mu.Lock()
-	delete(l.busy, key)
-	if l.holders[key] == nil {
-		l.holders[key] = make(map[string]bool)
-	}
-	switch kind {
-	case "add", "update":
-		l.holders[key][h.replica] = true
-	default:
-		delete(l.holders[key], h.replica)
-	}
-	if l.calls[h.replica] == nil {
-		l.calls[h.replica] = make(map[string]int)
-	}
-	if initial {
-		kind += "(initial)"
-	}
-	l.calls[h.replica][kind]++
+	delete(l.busy, e.key)
+	l.recordLocked(e)
 	l.mu.Unlock()
 }
 
-func (h ledgerHandler) OnAdd(obj *corev1.ConfigMap, initial bool) { h.do("add", obj, initial) }
-func (h ledgerHandler) OnUpdate(_, obj *corev1.ConfigMap)         { h.do("update", obj, false) }
+// record adds a call made elsewhere (by a replica process) to the ledger.
+func (l *ledger) record(e entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recordLocked(e)
+}
+
+func (l *ledger) recordLocked(e entry) {
+	if l.holders[e.key] == nil {
+		l.holders[e.key] = make(map[string]bool)
+	}
+	switch e.kind {
+	case "add", "update":
+		l.holders[e.key][e.replica] = true
+	default:
+		delete(l.holders[e.key], e.replica)
+	}
+	if l.calls[e.replica] == nil {
+		l.calls[e.replica] = make(map[string]int)
+	}
+	kind := e.kind
+	switch {
+	case e.initial:
+		kind += "(initial)"
+	case e.echo:
+		kind += "(echo)"
+	}
+	l.calls[e.replica][kind]++
+	l.history = append(l.history, e)
+}
+
+func keyOf(obj *corev1.ConfigMap) string { return obj.Namespace + "/" + obj.Name }
+
+func (h ledgerHandler) OnAdd(obj *corev1.ConfigMap, initial bool) {
+	h.do(entry{kind: "add", key: keyOf(obj), initial: initial})
+}
+func (h ledgerHandler) OnUpdate(old, obj *corev1.ConfigMap) {
+	h.do(entry{kind: "update", key: keyOf(obj), echo: old.ResourceVersion == obj.ResourceVersion})
+}
 func (h ledgerHandler) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
 	if d.Obj != nil {
-		h.do("delete", d.Obj, false)
+		h.do(entry{kind: "delete", key: keyOf(d.Obj)})
 	}
 }
-func (h ledgerHandler) OnRelease(obj *corev1.ConfigMap) { h.do("release", obj, false) }
+func (h ledgerHandler) OnRelease(obj *corev1.ConfigMap) {
+	h.do(entry{kind: "release", key: keyOf(obj)})
+}
 
 func (l *ledger) count(replica, kind string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.calls[replica][kind]
+}
+
+// echoes returns each replica's updates that changed nothing (old and new at one resource
+// version): what a relist of kept objects delivers.
+func (l *ledger) echoes() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int)
+	for r, kinds := range l.calls {
+		if n := kinds["update(echo)"]; n > 0 {
+			out[r] = n
+		}
+	}
+	return out
 }
 
 // replica is one controller replica: its own clients (and connections), factory, Member and
@@ -246,11 +299,15 @@ func serverObjects(ctx context.Context, c *kubetest.Clients, ns string) (map[str
 
 // check returns why the live replicas are not settled: each must own what Assign gives it among
 // them, cache exactly the server's objects of its buckets, and its handler must hold exactly
-// those (every object held by exactly one live replica, deleted ones by none).
-func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*replica, l *ledger) error {
+// those (every object held by exactly one live replica, deleted ones by none). A replica process
+// is checked by what it reports: the buckets it owns and the number of objects it caches.
+func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*replica, l *ledger, procs ...*replicaProcess) error {
 	var names []string
 	for _, r := range live {
 		names = append(names, r.name)
+	}
+	for _, p := range procs {
+		names = append(names, p.name)
 	}
 	want := shard.Assign(names, buckets)
 	objs, err := serverObjects(ctx, admin, ns)
@@ -277,9 +334,24 @@ func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*repl
 			return fmt.Errorf("%s caches %d objects, want its %d", r.name, got, n)
 		}
 	}
+	for _, p := range procs {
+		st := p.status.Load()
+		if st == nil || st.Owned != want[p.name].String() || !st.Synced {
+			return fmt.Errorf("%s (a process) reports %+v, want to own %v", p.name, st, want[p.name])
+		}
+		n := 0
+		for _, o := range objs {
+			if want[p.name].HasHash(shard.Hash(string(o.UID))) {
+				n++
+			}
+		}
+		if st.Objects != n {
+			return fmt.Errorf("%s (a process) caches %d objects, want its %d", p.name, st.Objects, n)
+		}
+	}
 	isLive := make(map[string]bool)
-	for _, r := range live {
-		isLive[r.name] = true
+	for _, name := range names {
+		isLive[name] = true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -307,12 +379,12 @@ func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*repl
 }
 
 // settle waits until check passes, for at most the Lease duration plus 30s.
-func settle(t *testing.T, admin *kubetest.Clients, ns string, live []*replica, l *ledger, what string) time.Duration {
+func settle(t *testing.T, admin *kubetest.Clients, ns string, live []*replica, l *ledger, what string, procs ...*replicaProcess) time.Duration {
 	t.Helper()
 	start := time.Now()
 	deadline := start.Add(leaseDuration + 30*time.Second)
 	for {
-		err := check(t.Context(), admin, ns, live, l)
+		err := check(t.Context(), admin, ns, live, l, procs...)
 		if err == nil {
 			t.Logf("%s: settled in %v", what, time.Since(start).Round(time.Millisecond))
 			return time.Since(start)
@@ -321,6 +393,32 @@ func settle(t *testing.T, admin *kubetest.Clients, ns string, live []*replica, l
 			t.Fatalf("%s: not settled after %v: %v", what, time.Since(start).Round(time.Second), err)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// write creates, updates and deletes ConfigMaps of ns, one change every 5ms, until ctx ends: it
+// creates them from number *next on, and updates and deletes among the first n. It counts the
+// changes in writes.
+func write(ctx context.Context, t *testing.T, admin *kubetest.Clients, ns string, n int, next *int, writes *atomic.Int64) {
+	cms := admin.Kube.CoreV1().ConfigMaps(ns)
+	for ; ctx.Err() == nil; *next++ {
+		var err error
+		switch *next % 3 {
+		case 0:
+			_, err = cms.Create(ctx, configMap(ns, *next), metav1.CreateOptions{})
+		case 1:
+			cm := configMap(ns, (*next*7919)%n)
+			cm.Data["w"] = fmt.Sprint(*next)
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		case 2:
+			err = cms.Delete(ctx, fmt.Sprintf("cm-%05d", (*next*104729)%n), metav1.DeleteOptions{})
+		}
+		if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			t.Errorf("writer: %v", err)
+			return
+		}
+		writes.Add(1)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -418,6 +516,11 @@ func TestShardedSplit(t *testing.T) {
 		if o := l.overlapsExcept(); len(o) > 0 {
 			t.Errorf("%d calls overlapped across replicas, such as %v", len(o), o[0])
 		}
+		// The replicas joined one after another: the first ones gave buckets up, and kept the rest
+		// without a call.
+		if e := l.echoes(); len(e) > 0 {
+			t.Errorf("updates that changed nothing (a relist of kept objects), per replica: %v", e)
+		}
 	})
 }
 
@@ -426,7 +529,8 @@ func TestShardedSplit(t *testing.T) {
 // creates, updates and deletes objects. After each change, within the Lease duration plus a few
 // seconds, every object is held by exactly one live replica and cached there; none is lost; no
 // two replicas are ever in a call for one object at once; objects that moved reach their new
-// owner as initial adds and leave the old one with OnRelease.
+// owner as initial adds and leave the old one with OnRelease; objects kept get no call (no
+// update that changes nothing: each move lists only the buckets gained).
 func TestShardedRebalance(t *testing.T) {
 	servers(t, func(t *testing.T, srv *harness.Server, gate bool) {
 		admin, err := kubetest.NewClients(srv.AdminConfig())
@@ -451,28 +555,7 @@ func TestShardedRebalance(t *testing.T) {
 		during := func(what string, change func() []*replica) time.Duration {
 			ctx, stopWriter := context.WithCancel(t.Context())
 			var writer sync.WaitGroup
-			writer.Go(func() {
-				cms := admin.Kube.CoreV1().ConfigMaps(ns)
-				for ; ctx.Err() == nil; next++ {
-					var err error
-					switch next % 3 {
-					case 0:
-						_, err = cms.Create(ctx, configMap(ns, next), metav1.CreateOptions{})
-					case 1:
-						cm := configMap(ns, (next*7919)%n)
-						cm.Data["w"] = fmt.Sprint(next)
-						_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-					case 2:
-						err = cms.Delete(ctx, fmt.Sprintf("cm-%05d", (next*104729)%n), metav1.DeleteOptions{})
-					}
-					if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-						t.Errorf("writer: %v", err)
-						return
-					}
-					writes.Add(1)
-					time.Sleep(5 * time.Millisecond)
-				}
-			})
+			writer.Go(func() { write(ctx, t, admin, ns, n, &next, &writes) })
 			defer func() { stopWriter(); writer.Wait() }() // also when a check fails
 			time.Sleep(200 * time.Millisecond)
 			start := time.Now()
@@ -516,6 +599,13 @@ func TestShardedRebalance(t *testing.T) {
 		if o := l.overlapsExcept("d"); len(o) > 0 {
 			t.Errorf("%d calls overlapped across replicas, such as %v", len(o), o[:min(3, len(o))])
 		}
+		// Each move listed only what was gained: no object kept through it came back as an update.
+		if e := l.echoes(); len(e) > 0 {
+			t.Errorf("updates that changed nothing (a relist of kept objects), per replica: %v", e)
+		}
+		l.mu.Lock()
+		t.Logf("calls per replica: %v", l.calls)
+		l.mu.Unlock()
 	})
 }
 
