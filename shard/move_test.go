@@ -26,6 +26,19 @@ func startSteadyReplica(t *testing.T, leases *fake.Clientset, src *informertest.
 	return runReplica(t, newTestMember(t, leases, name, KeyUID, longLeases), src, l, name)
 }
 
+// twoSteadyReplicas starts replicas a and b over 300 objects and waits
+// until they have split them and their handlers have heard of them all.
+func twoSteadyReplicas(t *testing.T) (*informertest.Source[*corev1.ConfigMap], *fake.Clientset, *log, *replica, *replica) {
+	t.Helper()
+	src := informertest.NewSource(configMaps(300)...)
+	leases := fake.NewClientset()
+	l := newLog()
+	a, b := startSteadyReplica(t, leases, src, l, "a"), startSteadyReplica(t, leases, src, l, "b")
+	waitConverged(t, []*replica{a, b}, src)
+	checkOwners(t, l, []*replica{a, b}, src)
+	return src, leases, l, a, b
+}
+
 // callsSince returns the calls each replica got that started at or after
 // since, by kind ("update(echo)" for an update that changed nothing).
 func (l *log) callsSince(since time.Time) map[string]map[string]int {
@@ -57,12 +70,7 @@ func (l *log) callsSince(since time.Time) map[string]map[string]int {
 // those they take. Each move used to relist the whole share, and every
 // kept object came back as OnUpdate(obj, obj).
 func TestMoveCallsOnlyMovedObjects(t *testing.T) {
-	src := informertest.NewSource(configMaps(300)...)
-	leases := fake.NewClientset()
-	l := newLog()
-	a, b := startSteadyReplica(t, leases, src, l, "a"), startSteadyReplica(t, leases, src, l, "b")
-	waitConverged(t, []*replica{a, b}, src)
-	checkOwners(t, l, []*replica{a, b}, src) // the handlers have heard of everything
+	src, leases, l, a, b := twoSteadyReplicas(t)
 
 	check := func(what string, since time.Time, want int) {
 		t.Helper()
@@ -139,12 +147,7 @@ func TestMoveCallsOnlyMovedObjects(t *testing.T) {
 // and deleted; the caches end with every object at its latest version,
 // each in one replica, and no update the handlers get is an echo.
 func TestMoveWhileWriting(t *testing.T) {
-	src := informertest.NewSource(configMaps(300)...)
-	leases := fake.NewClientset()
-	l := newLog()
-	a, b := startSteadyReplica(t, leases, src, l, "a"), startSteadyReplica(t, leases, src, l, "b")
-	waitConverged(t, []*replica{a, b}, src)
-	checkOwners(t, l, []*replica{a, b}, src)
+	src, leases, l, a, b := twoSteadyReplicas(t)
 	since := time.Now()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})

@@ -91,8 +91,8 @@ func runReplicaProcess(specJSON string) int {
 		return 2
 	}
 	out := &lineWriter{enc: json.NewEncoder(os.Stdout)}
-	h := processHandler{out: out, gate: &gate{}}
-	if _, err := inf.AddEventHandler(h); err != nil {
+	held := &gate{}
+	if _, err := inf.AddEventHandler(processHandler(out, held)); err != nil {
 		fmt.Fprintln(os.Stderr, "replica:", err)
 		return 2
 	}
@@ -100,9 +100,9 @@ func runReplicaProcess(specJSON string) int {
 	go func() {
 		in := bufio.NewScanner(os.Stdin)
 		for in.Scan() {
-			h.gate.set(in.Text() == "hold")
+			held.set(in.Text() == "hold")
 		}
-		h.gate.set(false)
+		held.set(false)
 		cancel()
 	}()
 	var wg sync.WaitGroup
@@ -174,33 +174,14 @@ func (g *gate) wait() {
 }
 
 // processHandler is a replica process's handler: each call waits for the gate, takes about 20us
-// as ledgerHandler's, and is written out with its time span (from before the wait).
-type processHandler struct {
-	out  *lineWriter
-	gate *gate
-}
-
-func (h processHandler) do(c wireCall) {
-	start := time.Now()
-	h.gate.wait()
-	time.Sleep(20 * time.Microsecond)
-	c.Start, c.End = start.UnixNano(), time.Now().UnixNano()
-	h.out.write(replicaLine{Call: &c})
-}
-
-func (h processHandler) OnAdd(obj *corev1.ConfigMap, initial bool) {
-	h.do(wireCall{Kind: "add", Key: keyOf(obj), Initial: initial})
-}
-func (h processHandler) OnUpdate(old, obj *corev1.ConfigMap) {
-	h.do(wireCall{Kind: "update", Key: keyOf(obj), Echo: old.ResourceVersion == obj.ResourceVersion})
-}
-func (h processHandler) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
-	if d.Obj != nil {
-		h.do(wireCall{Kind: "delete", Key: keyOf(d.Obj)})
+// as a ledger's, and is written out with its time span (from before the wait).
+func processHandler(out *lineWriter, g *gate) callFunc {
+	return func(kind, key string, initial, echo bool) {
+		start := time.Now()
+		g.wait()
+		time.Sleep(20 * time.Microsecond)
+		out.write(replicaLine{Call: &wireCall{Kind: kind, Key: key, Initial: initial, Echo: echo, Start: start.UnixNano(), End: time.Now().UnixNano()}})
 	}
-}
-func (h processHandler) OnRelease(obj *corev1.ConfigMap) {
-	h.do(wireCall{Kind: "release", Key: keyOf(obj)})
 }
 
 // replicaProcess is a replica running as a process of its own (the test binary, see replicaEnv):

@@ -95,19 +95,38 @@ func (l *ledger) overlapsExcept(fenced ...string) []overlap {
 	return out
 }
 
-type ledgerHandler struct {
-	l       *ledger
-	replica string
+// callFunc is a handler of ConfigMaps, and a shard.Releaser, that passes each call on to a
+// function: its kind (add, update, delete, release), the object's key, and for an add whether
+// it is initial, for an update whether it changed nothing.
+type callFunc func(kind, key string, initial, echo bool)
+
+func keyOf(obj *corev1.ConfigMap) string { return obj.Namespace + "/" + obj.Name }
+
+func (f callFunc) OnAdd(obj *corev1.ConfigMap, initial bool) { f("add", keyOf(obj), initial, false) }
+func (f callFunc) OnUpdate(old, obj *corev1.ConfigMap) {
+	f("update", keyOf(obj), false, old.ResourceVersion == obj.ResourceVersion)
+}
+func (f callFunc) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
+	if d.Obj != nil {
+		f("delete", keyOf(d.Obj), false, false)
+	}
+}
+func (f callFunc) OnRelease(obj *corev1.ConfigMap) { f("release", keyOf(obj), false, false) }
+
+// handlerFor is replica's handler: each call is recorded in the ledger, and fails when another
+// replica is in a call for the same key.
+func (l *ledger) handlerFor(replica string) callFunc {
+	return func(kind, key string, initial, echo bool) {
+		l.do(entry{replica: replica, kind: kind, key: key, initial: initial, echo: echo})
+	}
 }
 
-func (h ledgerHandler) do(e entry) {
-	e.replica = h.replica
-	l := h.l
+func (l *ledger) do(e entry) {
 	l.mu.Lock()
-	if other, ok := l.busy[e.key]; ok && other.replica != h.replica {
-		l.overlaps = append(l.overlaps, overlap{key: e.key, by: busyCall{h.replica, e.kind}, during: other})
+	if other, ok := l.busy[e.key]; ok && other.replica != e.replica {
+		l.overlaps = append(l.overlaps, overlap{key: e.key, by: busyCall{e.replica, e.kind}, during: other})
 	}
-	l.busy[e.key] = busyCall{h.replica, e.kind}
+	l.busy[e.key] = busyCall{e.replica, e.kind}
 	l.mu.Unlock()
 	e.start = time.Now()
 	time.Sleep(20 * time.Microsecond) // a call takes time
@@ -147,23 +166,6 @@ func (l *ledger) recordLocked(e entry) {
 	}
 	l.calls[e.replica][kind]++
 	l.history = append(l.history, e)
-}
-
-func keyOf(obj *corev1.ConfigMap) string { return obj.Namespace + "/" + obj.Name }
-
-func (h ledgerHandler) OnAdd(obj *corev1.ConfigMap, initial bool) {
-	h.do(entry{kind: "add", key: keyOf(obj), initial: initial})
-}
-func (h ledgerHandler) OnUpdate(old, obj *corev1.ConfigMap) {
-	h.do(entry{kind: "update", key: keyOf(obj), echo: old.ResourceVersion == obj.ResourceVersion})
-}
-func (h ledgerHandler) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
-	if d.Obj != nil {
-		h.do(entry{kind: "delete", key: keyOf(d.Obj)})
-	}
-}
-func (h ledgerHandler) OnRelease(obj *corev1.ConfigMap) {
-	h.do(entry{kind: "release", key: keyOf(obj)})
 }
 
 func (l *ledger) count(replica, kind string) int {
@@ -256,7 +258,7 @@ func startReplica(t *testing.T, srv *harness.Server, ns, name string, l *ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.inf.AddEventHandler(ledgerHandler{l: l, replica: name}); err != nil {
+	if _, err := r.inf.AddEventHandler(l.handlerFor(name)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
