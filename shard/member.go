@@ -119,7 +119,7 @@ type Member struct {
 	// The fencing point, the last renewal plus fenceAt, on the monotonic
 	// clock (nanoseconds since base) and on the wall clock (Unix
 	// nanoseconds): past either, no handler call starts. Written by
-	// renewed, read by handling without a lock.
+	// renewedLocked, read by handling without a lock.
 	validMono, validWall atomic.Int64
 	// lapsed is set by the first look (a handler call's or step's) past
 	// the fencing point: from then on nothing is delivered, even after a

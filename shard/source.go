@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
 
 	"github.com/typedkube/informer"
 )
@@ -27,7 +28,7 @@ var joinWait = 5 * time.Second
 
 // appliedWait is how long a move waits for the cache to apply what the
 // Reflector has read before it asks for a relist instead.
-var appliedWait = 30 * time.Second
+var appliedWait = 10 * time.Second
 
 // movePageSize is the page size of the list of gained buckets.
 const movePageSize = 500
@@ -249,10 +250,16 @@ func (s *source[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 		if have.Intersect(want).Empty() {
 			return nil, fmt.Errorf("shard: owned buckets changed, none kept: %w", informer.ErrRelist)
 		}
+		start := time.Now()
 		var err error
-		if moving, err = s.moveEvents(ctx, opts.ResourceVersion, have, want); err != nil {
+		moving, err = s.moveEvents(ctx, opts.ResourceVersion, have, want)
+		logger := klog.FromContext(ctx)
+		if err != nil {
+			logger.V(2).Info("Could not move the cache to the owned buckets", "resourceVersion", opts.ResourceVersion, "err", err)
 			return nil, err
 		}
+		logger.V(2).Info("Moving the cache to the owned buckets", "resourceVersion", opts.ResourceVersion,
+			"kept", have.Intersect(want).Len(), "lost", have.Minus(want).Len(), "gained", want.Minus(have).Len(), "events", len(moving), "took", time.Since(start))
 	}
 	var inner watch.Interface
 	if !want.Empty() {

@@ -333,7 +333,10 @@ func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*repl
 			}
 		}
 		if got := r.inf.Informer().GetIndexer().Len(); got != n {
-			return fmt.Errorf("%s caches %d objects, want its %d", r.name, got, n)
+			applied, _ := r.inf.Informer().AppliedResourceVersion()
+			stats := r.inf.Informer().Stats()
+			return fmt.Errorf("%s caches %d objects, want its %d (reflector at %s, cache at %s, %d lists, %d watches, %d errors)",
+				r.name, got, n, r.inf.Informer().LastSyncResourceVersion(), applied, stats.Lists, stats.Watches, stats.Errors)
 		}
 	}
 	for _, p := range procs {
