@@ -266,8 +266,14 @@ func (s *Source[T]) Watches() int {
 }
 
 func (s *Source[T]) sortedLocked(ls labels.Selector, fs fields.Selector) []T {
-	out := make([]T, 0, len(s.objs))
-	for _, obj := range s.objs {
+	return sortedMatching(s.objs, ls, fs)
+}
+
+// sortedMatching returns the objects of objs that match ls and fs, sorted
+// by key.
+func sortedMatching[T informer.Object](objs map[string]T, ls labels.Selector, fs fields.Selector) []T {
+	out := make([]T, 0, len(objs))
+	for _, obj := range objs {
 		if matches(obj, ls, fs) {
 			out = append(out, obj)
 		}
@@ -277,9 +283,10 @@ func (s *Source[T]) sortedLocked(ls labels.Selector, fs fields.Selector) []T {
 }
 
 // List serves a list: every matching object at the current resource
-// version, in one page. A list at a resource version older than the
-// history (other than "" and "0") fails with 410 Gone, as the API server's
-// does for an exact match.
+// version, in one page. An exact match (ResourceVersionMatchExact) lists
+// the objects as they were at that resource version, as the API server
+// does; one older than the history fails with 410 Gone, and one newer than
+// the last change with a timeout.
 func (s *Source[T]) List(ctx context.Context, opts metav1.ListOptions) (*informer.ListPage[T], error) {
 	ls, fs, err := selectors(opts)
 	if err != nil {
@@ -297,13 +304,39 @@ func (s *Source[T]) List(ctx context.Context, opts metav1.ListOptions) (*informe
 		return nil, ctx.Err()
 	}
 	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
-		if rv, err := strconv.Atoi(opts.ResourceVersion); err != nil || rv < s.compacted {
+		rv, err := strconv.Atoi(opts.ResourceVersion)
+		switch {
+		case err != nil || rv < s.compacted:
 			return nil, apierrors.NewResourceExpired("informertest: too old resource version " + opts.ResourceVersion)
+		case rv > s.rv:
+			return nil, apierrors.NewTimeoutError("informertest: too large resource version "+opts.ResourceVersion, 1)
+		case rv < s.rv:
+			page := &informer.ListPage[T]{Items: s.stateAtLocked(rv, ls, fs)}
+			page.ResourceVersion = opts.ResourceVersion
+			return page, nil
 		}
 	}
 	page := &informer.ListPage[T]{Items: s.sortedLocked(ls, fs)}
 	page.ResourceVersion = strconv.Itoa(s.rv)
 	return page, nil
+}
+
+// stateAtLocked is the matching objects as they were at resource version
+// rv, sorted by key, replayed from the history.
+func (s *Source[T]) stateAtLocked(rv int, ls labels.Selector, fs fields.Selector) []T {
+	objs := make(map[string]T)
+	for _, ev := range s.history {
+		obj := ev.Object.(T)
+		if v, _ := strconv.Atoi(obj.GetResourceVersion()); v > rv {
+			break
+		}
+		if ev.Type == watch.Deleted {
+			delete(objs, keyOf(obj))
+		} else {
+			objs[keyOf(obj)] = obj
+		}
+	}
+	return sortedMatching(objs, ls, fs)
 }
 
 // Watch serves a watch from opts.ResourceVersion, or, with SendInitialEvents,

@@ -3,6 +3,7 @@ package informertest
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,5 +142,37 @@ func TestEmptySourceListReadsOwnWrites(t *testing.T) {
 		if _, err := l.ByNamespace("default").Get(name); err != nil {
 			t.Fatalf("after waiting for %s: %v", p.ResourceVersion, err)
 		}
+	}
+}
+
+// TestListExactResourceVersion: a list with ResourceVersionMatchExact
+// returns the objects as they were at that version, as the API server's
+// does (it used to return the current ones, with the current version); a
+// version older than the history is 410 Gone, a newer one a timeout.
+func TestListExactResourceVersion(t *testing.T) {
+	src := NewSource(pod("default", "a", map[string]string{"app": "web"}), pod("default", "b", map[string]string{"app": "web"}))
+	at := src.ResourceVersion()
+	must(t)(src.Update(pod("default", "a", map[string]string{"app": "web", "v": "2"})))
+	must(t)(src.Delete(pod("default", "b", nil)))
+	must(t)(src.Add(pod("default", "c", map[string]string{"app": "web"})))
+	must(t)(src.Add(pod("default", "d", nil)))
+	page, err := src.List(context.Background(), metav1.ListOptions{ResourceVersion: at, ResourceVersionMatch: metav1.ResourceVersionMatchExact, LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range page.Items {
+		got = append(got, p.Name+"@"+p.ResourceVersion)
+	}
+	if want := "a@2 b@3"; page.ResourceVersion != at || strings.Join(got, " ") != want {
+		t.Errorf("exact list at %s: %q at %s, want %q at %s", at, got, page.ResourceVersion, want, at)
+	}
+	n, _ := strconv.Atoi(src.ResourceVersion())
+	if _, err := src.List(context.Background(), metav1.ListOptions{ResourceVersion: strconv.Itoa(n + 1), ResourceVersionMatch: metav1.ResourceVersionMatchExact}); !apierrors.IsTimeout(err) {
+		t.Errorf("exact list at a future version: %v, want a timeout", err)
+	}
+	src.Expire()
+	if _, err := src.List(context.Background(), metav1.ListOptions{ResourceVersion: at, ResourceVersionMatch: metav1.ResourceVersionMatchExact}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("exact list before the history: %v, want Expired (410)", err)
 	}
 }
