@@ -44,11 +44,11 @@ func TestCompactInformer(t *testing.T) {
 			}
 			startInformer(t, inf)
 			synctest.Wait()
-			checkCalls(t, rec, "add ns/a@1 initial", "add ns/b@2 initial")
+			checkCalls(t, rec, "add ns/a@2 initial", "add ns/b@3 initial")
 			src.Modify(testobj.Pod("ns", "a", "", "app=z"))
 			src.Delete(testobj.Pod("ns", "b", ""))
 			synctest.Wait()
-			checkCalls(t, rec, "update ns/a@1 -> ns/a@3", "delete ns/b@4")
+			checkCalls(t, rec, "update ns/a@2 -> ns/a@4", "delete ns/b@5")
 			src.Offline()
 			synctest.Wait()
 			src.Add(testobj.Pod("ns", "c", ""))
@@ -60,7 +60,7 @@ func TestCompactInformer(t *testing.T) {
 			synctest.Wait()
 			// In order: the deletions a relist implies first; a DeltaFIFO
 			// queues them after the listed objects.
-			if got := normalizeHandlerCalls(rec.take()); !slices.Equal(got, []string{"add ns/c@5", "delete ns/a@3 unknown"}) && !slices.Equal(got, []string{"delete ns/a@3 unknown", "add ns/c@5"}) {
+			if got := normalizeHandlerCalls(rec.take()); !slices.Equal(got, []string{"add ns/c@6", "delete ns/a@4 unknown"}) && !slices.Equal(got, []string{"delete ns/a@4 unknown", "add ns/c@6"}) {
 				t.Errorf("after the relist: %q", got)
 			}
 			if got, want := podsString(inf.GetIndexer().List()), podsString(src.Pods()); got != want {
@@ -117,7 +117,7 @@ func TestCompactInformerLateHandler(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		checkCalls(t, rec, "add ns/a@1 initial", "add ns/b@2 initial")
+		checkCalls(t, rec, "add ns/a@2 initial", "add ns/b@3 initial")
 		p := src.Modify(testobj.Pod("ns", "a", "", "app=y"))
 		if err := inf.WaitForResourceVersion(t.Context(), p.ResourceVersion); err != nil {
 			t.Fatal(err)
@@ -127,6 +127,6 @@ func TestCompactInformerLateHandler(t *testing.T) {
 			t.Errorf("Get(ns/a) after its update = %v, %v", got, err)
 		}
 		synctest.Wait()
-		checkCalls(t, rec, "update ns/a@1 -> ns/a@3")
+		checkCalls(t, rec, "update ns/a@2 -> ns/a@4")
 	})
 }

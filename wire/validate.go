@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"unsafe"
@@ -60,11 +59,7 @@ func (v *validator) message(b []byte, x *plan) error {
 			continue
 		}
 		if i, err = v.field(b, next, typ, o); err != nil {
-			var de *DecodeError
-			if errors.As(err, &de) && de.Path != "" {
-				return err
-			}
-			return &DecodeError{Path: o.path, Err: err}
+			return fieldError(o, err)
 		}
 	}
 	return nil
@@ -93,9 +88,13 @@ func (v *validator) value(b []byte, i, typ int, o *op) (int, error) {
 	case opMessage, opPtrMessage:
 		err = v.message(val, o.plan)
 	case opUnmarshal:
-		err = asUnmarshaler(o.tab, v.scratchFor(o, o.typ)).Unmarshal(val)
+		if err = asUnmarshaler(o.tab, v.scratchFor(o, o.typ)).Unmarshal(val); err != nil {
+			err = malformed(err)
+		}
 	case opPtrUnmarshal:
-		err = asUnmarshaler(o.tab, v.scratchFor(o, o.typ.Elem())).Unmarshal(val)
+		if err = asUnmarshaler(o.tab, v.scratchFor(o, o.typ.Elem())).Unmarshal(val); err != nil {
+			err = malformed(err)
+		}
 	case opMap:
 		err = v.mapEntry(val, o)
 	default:
