@@ -69,6 +69,9 @@ func (s *state) message(b []byte, base unsafe.Pointer, x *plan) error {
 func fieldError(o *op, err error) error {
 	var de *DecodeError
 	if errors.As(err, &de) {
+		if de.Path == "" { // about the nested message itself
+			return &DecodeError{Path: o.name, Err: de.Err}
+		}
 		return &DecodeError{Path: join(o.name, de.Path), Err: de.Err}
 	}
 	return &DecodeError{Path: o.name, Err: err}

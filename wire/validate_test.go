@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"sync"
@@ -179,5 +180,23 @@ func TestValidateAllocates(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = d.Validate(b) }); n > 8 {
 		t.Errorf("Validate allocates %v times a Pod, want at most 8 (the quantities' own Unmarshal)", n)
+	}
+}
+
+// An error inside a nested message that is about the message itself (a
+// tag with field number 0) is at the nested field's path, with no empty
+// name after it, in Protobuf and in Validate.
+func TestDecodeErrorPathOfNestedMessage(t *testing.T) {
+	dec, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := []byte{1<<3 | wireBytes, 2, 0, 0} // ObjectMeta holding the tag 0
+	_, perr := dec.Protobuf(b)
+	for what, err := range map[string]error{"Protobuf": perr, "Validate": dec.Validate(b)} {
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Path != "ObjectMeta" || !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want a *DecodeError at ObjectMeta wrapping ErrMalformed", what, err)
+		}
 	}
 }
