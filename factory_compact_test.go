@@ -244,3 +244,40 @@ func TestFactoryCompactWrapListWatch(t *testing.T) {
 	log := addLog(t, pods)
 	log.waitFor(t, "add a/db", "add a/api")
 }
+
+// A transform set with SetTransform after For, before Start, is honoured
+// by a compact informer as one given to For: the source lists objects
+// decoded for it, which share no maps (two Pods with equal labels would
+// otherwise share one map, and the transform, editing one in place, would
+// change the other), and the cache holds its output, encoded.
+func TestFactoryCompactSetTransformAfterFor(t *testing.T) {
+	pod := func(ns, name string) *corev1.Pod {
+		p := richPod(ns, name, "node-1")
+		p.Labels = map[string]string{"app": "same"}
+		return p
+	}
+	srv := newFakeAPI(t, podsResource)
+	create(t, srv, pod("a", "web"), pod("b", "db"))
+	f := newTestFactory(t, srv, FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{WatchList: WatchListOff}}})
+	pods, err := For[*corev1.Pod](f, ForOptions[*corev1.Pod]{Compact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.SetTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+		p.Labels["name"] = p.Name
+		return p, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	compactCodec(t, pods)
+	for _, key := range []string{"a/web", "b/db"} {
+		p, ok := pods.GetIndexer().GetByKey(key)
+		if !ok {
+			t.Fatalf("%s is not cached", key)
+		}
+		if p.Labels["name"] != p.Name {
+			t.Errorf("%s has the labels %v, want name=%s: the transform of another object changed its labels", key, p.Labels, p.Name)
+		}
+	}
+}
