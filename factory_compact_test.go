@@ -281,3 +281,34 @@ func TestFactoryCompactSetTransformAfterFor(t *testing.T) {
 		}
 	}
 }
+
+// A compact informer's relist reuses the cached record of every object
+// whose resourceVersion, read from the listed bytes, has not changed, and
+// makes a new one for an object that changed.
+func TestFactoryCompactRelistReusesRecords(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	create(t, srv, richPod("a", "web", "node-1"), richPod("b", "db", "node-2"))
+	f := newTestFactory(t, srv, FactoryOptions{})
+	pods, err := For[*corev1.Pod](f, ForOptions[*corev1.Pod]{Compact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	f.Shutdown() // the cache stays as it is: the update below is not watched
+	if err := srv.Update(richPod("a", "web", "node-3")); err != nil {
+		t.Fatal(err)
+	}
+	page, err := pods.lw.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 0 || len(page.encoded.items) != 2 {
+		t.Fatalf("the relist has %d objects and %d records, want 0 and 2", len(page.Items), len(page.encoded.items))
+	}
+	for _, e := range page.encoded.items {
+		cached := pods.GetIndexer().recordOf(e.key)
+		if reused := e.rec == cached; reused != (e.key == "b/db") {
+			t.Errorf("%s: the listed record is the cached one: %v, want %v", e.key, reused, e.key == "b/db")
+		}
+	}
+}

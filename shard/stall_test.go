@@ -138,9 +138,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // runReplica makes m's informer over src with l's handler and runs both.
-func runReplica(t *testing.T, m *Member, src *informertest.Source[*corev1.ConfigMap], l *log, name string) *replica {
+// opts holds at most one set of options for the informer (its Name is the
+// replica's).
+func runReplica(t *testing.T, m *Member, src *informertest.Source[*corev1.ConfigMap], l *log, name string, opts ...informer.SharedIndexInformerOptions[*corev1.ConfigMap]) *replica {
 	t.Helper()
-	inf, err := NewInformer[*corev1.ConfigMap](m, src, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{Name: name})
+	var o informer.SharedIndexInformerOptions[*corev1.ConfigMap]
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Name = name
+	inf, err := NewInformer[*corev1.ConfigMap](m, src, o)
 	if err != nil {
 		t.Fatal(err)
 	}
