@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // compactCodec returns the codec of a compact informer's store.
@@ -193,11 +192,11 @@ func receive[V any](t testing.TB, ch <-chan V, what string) V {
 	}
 }
 
-// filterWeb is a WrapListWatch that drops the Pods called web, as a
-// sharded informer drops other members' objects: it reads the objects of
-// each page, so a compact informer lists decoded objects for it.
+// filterWeb is a WrapListWatch that drops the Pods called web from its
+// lists, as a sharded informer drops other members' objects: it reads the
+// objects of each page, so a compact informer lists decoded objects for
+// it. Its watch is lw's (the test writes no web Pod once it watches).
 func filterWeb(lw ListerWatcher[*corev1.Pod]) ListerWatcher[*corev1.Pod] {
-	keep := func(p *corev1.Pod) bool { return p.Name != "web" }
 	return ListWatchFuncs[*corev1.Pod]{
 		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
 			page, err := lw.List(ctx, opts)
@@ -206,22 +205,13 @@ func filterWeb(lw ListerWatcher[*corev1.Pod]) ListerWatcher[*corev1.Pod] {
 			}
 			out := &ListPage[*corev1.Pod]{ListMeta: page.ListMeta}
 			for _, p := range page.Items {
-				if keep(p) {
+				if p.Name != "web" {
 					out.Items = append(out.Items, p)
 				}
 			}
 			return out, nil
 		},
-		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := lw.Watch(ctx, opts)
-			if err != nil {
-				return nil, err
-			}
-			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-				p, ok := ev.Object.(*corev1.Pod)
-				return ev, !ok || keep(p)
-			}), nil
-		},
+		WatchFunc: lw.Watch,
 	}
 }
 
