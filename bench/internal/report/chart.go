@@ -2,10 +2,10 @@ package report
 
 import (
 	"bytes"
-	"fmt"
 	"image/color"
 	"io"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -107,11 +107,14 @@ func buildChart(r *Report) *chart {
 		return ch
 	}
 
+	// Names take what they need up to 40% of the width; longer ones
+	// are wrapped after a "/".
 	nameW := vg.Length(0)
 	for _, w := range d.workloads {
 		nameW = max(nameW, wide(sans(nameSize), w.name))
 	}
-	bars := &chartBars{data: d, nameLeft: chartMargin}
+	nameW = min(nameW, inner*0.4)
+	bars := newChartBars(d, nameW, chartMargin)
 	p := plot.New()
 	p.HideY()
 	p.Y.Padding = nameW + 10 // room for the names, drawn by chartBars
@@ -191,8 +194,8 @@ func (ch *chart) draw(c draw.Canvas) {
 	c = draw.Crop(c, chartMargin, -chartMargin, chartMargin, -chartMargin)
 	center := (c.Min.X + c.Max.X) / 2
 
-	// Header: title lines, then legend rows, each centred by its wide width
-	// and drawn left-aligned from there.
+	// Header: the title lines, then the legend rows; all text left-aligned,
+	// so that a wider font runs right, away from a swatch.
 	y := c.Max.Y
 	st := sans(titleSize)
 	for _, line := range ch.title {
@@ -213,7 +216,7 @@ func (ch *chart) draw(c draw.Canvas) {
 			}
 			rowW += legendEntryWidth(e)
 		}
-		x, mid := center-rowW/2, y-rh/2 // entries measured with wide: no centring by the usual width
+		x, mid := center-rowW/2, y-rh/2
 		for _, e := range row {
 			clr := chartSeriesList[e.series].color
 			c.FillPolygon(clr, rect(x, mid-swatchH/2, x+swatchW, mid+swatchH/2))
@@ -249,6 +252,9 @@ func pale(c color.RGBA) color.RGBA {
 	return color.RGBA{R: mix(c.R), G: mix(c.G), B: mix(c.B), A: 0xff}
 }
 
+// maxDecades is the most decades labelled on the ratio axis.
+const maxDecades = 7
+
 // ratioTicks labels a log10 axis with ratios: 0.1×, 0.2×, 0.5×, 1×, 2×, ...
 type ratioTicks struct{}
 
@@ -260,21 +266,30 @@ func (ratioTicks) Ticks(min, max float64) []plot.Tick {
 			if v < min || v > max {
 				continue
 			}
-			ticks = append(ticks, plot.Tick{Value: v, Label: fmtTick(m * math.Pow(10, e))})
+			ticks = append(ticks, plot.Tick{Value: v, Label: fmtTick(m, e)})
 		}
 	}
-	if len(ticks) > 11 { // keep decades only
-		var dec []plot.Tick
-		for _, t := range ticks {
-			if math.Abs(t.Value-math.Round(t.Value)) < 1e-9 {
-				dec = append(dec, t)
-			}
+	if len(ticks) <= 11 {
+		return ticks
+	}
+	// Decades only, every step-th of them, 1× among them.
+	var dec []plot.Tick
+	for _, t := range ticks {
+		if math.Abs(t.Value-math.Round(t.Value)) < 1e-9 {
+			dec = append(dec, t)
 		}
-		ticks = dec
+	}
+	step := (len(dec) + maxDecades - 1) / maxDecades
+	ticks = dec[:0]
+	for _, t := range dec {
+		if int(math.Round(t.Value))%step == 0 {
+			ticks = append(ticks, t)
+		}
 	}
 	return ticks
 }
 
-func fmtTick(v float64) string {
-	return fmt.Sprintf("%g×", math.Round(v*1000)/1000)
+// fmtTick formats m×10^e (m one digit) without exponent or rounding error.
+func fmtTick(m, e float64) string {
+	return strconv.FormatFloat(m*math.Pow(10, e), 'f', int(max(0, -e)), 64) + "×"
 }

@@ -17,12 +17,26 @@ import (
 // workload is on top.
 type chartBars struct {
 	data     chartData
-	nameLeft vg.Length // x of the names on the canvas
+	names    [][]string // per workload, its name's lines
+	nameLeft vg.Length  // x of the names on the canvas
 }
 
-// rowHeight is the height of workload i's row.
+// newChartBars lays out the names of d's workloads in lines of at most
+// nameW (wide widths).
+func newChartBars(d chartData, nameW, nameLeft vg.Length) *chartBars {
+	b := &chartBars{data: d, nameLeft: nameLeft}
+	for _, w := range d.workloads {
+		b.names = append(b.names, wrapName(sans(nameSize), w.name, nameW))
+	}
+	return b
+}
+
+// rowHeight is the height of workload i's row: its bars or its name's
+// lines, and a gap.
 func (b *chartBars) rowHeight(i int) vg.Length {
-	return barThickness*vg.Length(len(b.data.workloads[i].bars)) + chartRowGap
+	bars := barThickness * vg.Length(len(b.data.workloads[i].bars))
+	name := lineHeight(sans(nameSize)) * vg.Length(len(b.names[i]))
+	return max(bars, name) + chartRowGap
 }
 
 // height is the height of all rows.
@@ -104,7 +118,11 @@ func (b *chartBars) Plot(c draw.Canvas, p *plot.Plot) {
 		rh := b.rowHeight(i)
 		yc := c.Y(p.Y.Norm(float64(top - rh/2)))
 		top -= rh
-		c.FillText(nameSt, vg.Point{X: b.nameLeft, Y: yc}, w.name)
+		lh := lineHeight(nameSt)
+		for j, line := range b.names[i] {
+			ly := yc + (vg.Length(len(b.names[i])-1)/2-vg.Length(j))*lh
+			c.FillText(nameSt, vg.Point{X: b.nameLeft, Y: ly}, line)
+		}
 		for k, bar := range w.bars {
 			// Bar k of nb, top to bottom, the group centred on the row.
 			mid := yc + (vg.Length(len(w.bars))/2-vg.Length(k)-0.5)*barThickness

@@ -84,3 +84,40 @@ func wrapText(st text.Style, s string, width vg.Length) []string {
 	}
 	return lines
 }
+
+// wrapName splits a workload name after its "/"s into lines whose wide
+// width in st is at most width; a part wider than that is cut where it
+// must be.
+func wrapName(st text.Style, name string, width vg.Length) []string {
+	var parts []string
+	for rest := name; rest != ""; {
+		i := strings.IndexByte(rest, '/') + 1
+		if i == 0 {
+			i = len(rest)
+		}
+		parts = append(parts, rest[:i])
+		rest = rest[i:]
+	}
+	var lines []string
+	line := ""
+	for _, p := range parts {
+		if line != "" && wide(st, line+p) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		line += p
+		for wide(st, line) > width && len([]rune(line)) > 1 {
+			r := []rune(line)
+			n := len(r) - 1
+			for n > 1 && wide(st, string(r[:n])) > width {
+				n--
+			}
+			lines = append(lines, string(r[:n]))
+			line = string(r[n:])
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
