@@ -34,6 +34,8 @@ type entry interface {
 	// waitForResourceVersion returns once the cache has applied every
 	// change up to rv.
 	waitForResourceVersion(ctx context.Context, rv string) error
+	// applied returns the resource version the cache has applied.
+	applied() (rv string, ok bool)
 	// holds reports whether the cache has the object of key with uid, not
 	// being deleted.
 	holds(key client.ObjectKey, uid types.UID) bool
@@ -96,6 +98,8 @@ func (e *typedEntry[S, O]) waitForSync(ctx context.Context) error { return e.inf
 func (e *typedEntry[S, O]) waitForResourceVersion(ctx context.Context, rv string) error {
 	return e.inf.WaitForResourceVersion(ctx, rv)
 }
+
+func (e *typedEntry[S, O]) applied() (string, bool) { return e.inf.AppliedResourceVersion() }
 
 func (e *typedEntry[S, O]) remove(ctx context.Context) error { return e.stop(ctx) }
 

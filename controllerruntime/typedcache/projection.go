@@ -115,6 +115,8 @@ func (v viewHandler[S, O]) as(obj any) any {
 	return obj
 }
 
-func (v viewHandler[S, O]) OnAdd(obj any, isInInitialList bool) { v.h.OnAdd(v.as(obj), isInInitialList) }
-func (v viewHandler[S, O]) OnUpdate(oldObj, newObj any)         { v.h.OnUpdate(v.as(oldObj), v.as(newObj)) }
-func (v viewHandler[S, O]) OnDelete(obj any)                    { v.h.OnDelete(v.as(obj)) }
+func (v viewHandler[S, O]) OnAdd(obj any, isInInitialList bool) {
+	v.h.OnAdd(v.as(obj), isInInitialList)
+}
+func (v viewHandler[S, O]) OnUpdate(oldObj, newObj any) { v.h.OnUpdate(v.as(oldObj), v.as(newObj)) }
+func (v viewHandler[S, O]) OnDelete(obj any)            { v.h.OnDelete(v.as(obj)) }
