@@ -20,5 +20,3 @@
 // NewClient gives the manager's client controller-runtime's read-your-writes
 // consistency on the informers' WaitForResourceVersion.
 package typedcache
-
-//go:generate go run gen_builtin.go
