@@ -31,6 +31,8 @@ type entry interface {
 	// waitForSync returns once the informer has synced, or as soon as it
 	// meets a sync failure, or when ctx ends.
 	waitForSync(ctx context.Context) error
+	// synced returns a channel closed once the informer has synced.
+	synced() <-chan struct{}
 	// waitForResourceVersion returns once the cache has applied every
 	// change up to rv.
 	waitForResourceVersion(ctx context.Context, rv string) error
@@ -94,6 +96,8 @@ func newTypedEntry[S informer.Object, O client.Object](inf *informer.SharedIndex
 func (e *typedEntry[S, O]) informer() cache.Informer { return e.adapter }
 
 func (e *typedEntry[S, O]) waitForSync(ctx context.Context) error { return e.inf.WaitForSync(ctx) }
+
+func (e *typedEntry[S, O]) synced() <-chan struct{} { return e.inf.Synced() }
 
 func (e *typedEntry[S, O]) waitForResourceVersion(ctx context.Context, rv string) error {
 	return e.inf.WaitForResourceVersion(ctx, rv)

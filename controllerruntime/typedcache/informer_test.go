@@ -121,9 +121,11 @@ func TestGetInformer(t *testing.T) {
 	}
 }
 
-// An informer whose lists are Forbidden fails its reads, GetInformer,
-// WaitForCacheSync and WaitForSync as soon as the server answers, with the
-// Forbidden error, not when the context ends (which here it never does).
+// An informer whose lists are Forbidden fails its reads, GetInformer and
+// WaitForSync as soon as the server answers, with the Forbidden error, not
+// when the context ends (which here it never does). WaitForCacheSync waits
+// through the failure, as a manager needs, and returns true once the list
+// is allowed and the informer syncs.
 func TestSyncFailure(t *testing.T) {
 	scheme := testScheme(t)
 	srv := newServer(t, scheme)
@@ -151,14 +153,19 @@ func TestSyncFailure(t *testing.T) {
 	if _, err := c.GetInformer(ctx, &corev1.Pod{}); !apierrors.IsForbidden(err) {
 		t.Errorf("GetInformer = %v, want Forbidden", err)
 	}
-	if c.WaitForCacheSync(ctx) {
-		t.Error("WaitForCacheSync = true")
-	}
 	if err := c.WaitForSync(ctx); !apierrors.IsForbidden(err) {
 		t.Errorf("WaitForSync = %v, want Forbidden", err)
 	}
 	handled.Wait() // DefaultWatchErrorHandler heard it, with a Reflector
-	// Once allowed, the informer syncs and reads work.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if c.WaitForCacheSync(short) {
+		t.Error("WaitForCacheSync = true while the list is Forbidden")
+	}
+	waited := make(chan bool, 1)
+	go func() { waited <- c.WaitForCacheSync(timeout(t)) }()
+	// Once allowed, the informer syncs, WaitForCacheSync returns true, and
+	// reads work.
 	srv.Fail(podsGVR, 0)
 	create(t, srv, pod("a", "p", "n1", nil))
 	eventually(t, "a Get once the list is allowed", func() bool {
@@ -166,6 +173,9 @@ func TestSyncFailure(t *testing.T) {
 	})
 	if err := c.WaitForSync(timeout(t)); err != nil {
 		t.Errorf("WaitForSync after the list was allowed = %v", err)
+	}
+	if !<-waited {
+		t.Error("WaitForCacheSync = false after the list was allowed")
 	}
 }
 

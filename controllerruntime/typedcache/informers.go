@@ -150,15 +150,44 @@ func (c *Cache) Start(ctx context.Context) error {
 }
 
 // WaitForCacheSync waits until the cache has started and every informer it
-// has has synced, and reports whether they have: false when ctx ends first,
-// or as soon as an informer meets an error that keeps it from syncing, such
-// as Forbidden (WaitForSync returns it).
-func (c *Cache) WaitForCacheSync(ctx context.Context) bool { return c.WaitForSync(ctx) == nil }
+// has has synced, and reports whether they have: false only when ctx ends
+// first, as in controller-runtime. An informer that meets an error that
+// keeps it from syncing, such as Forbidden, is logged at once, with the
+// error, and waited for: it goes on retrying, and syncs once the cause
+// goes away (RBAC granted, CRD installed). A manager calls WaitForCacheSync
+// once, to know when its controllers may start, and never starts them if
+// it returns false; WaitForSync returns the error instead of waiting.
+func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
+	select {
+	case <-c.started:
+	case <-ctx.Done():
+		return false
+	}
+	for _, s := range c.scopes {
+		for _, e := range s.all() {
+			err := e.waitForSync(ctx)
+			if err == nil {
+				continue
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			c.logger.Error(err, "An informer of the cache cannot sync yet; waiting for it")
+			select {
+			case <-e.synced():
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
+	return true
+}
 
-// WaitForSync is WaitForCacheSync with the reason: nil once every informer
-// has synced; otherwise, as soon as one meets it, the error that keeps it
-// from syncing (an *informer.SyncError: apierrors.IsForbidden works on
-// it), or an error wrapping ctx's cause.
+// WaitForSync is WaitForCacheSync that does not wait for an informer that
+// cannot sync: nil once every informer has synced; otherwise, as soon as
+// one meets it, the error that keeps it from syncing (an
+// *informer.SyncError: apierrors.IsForbidden works on it), or an error
+// wrapping ctx's cause.
 func (c *Cache) WaitForSync(ctx context.Context) error {
 	select {
 	case <-c.started:
