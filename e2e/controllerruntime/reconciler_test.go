@@ -70,8 +70,13 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	for i := range fleet.Spec.Replicas {
 		want[childName(fleet.Name, i)] = true
 	}
-	// Children that should not be there go; the others are brought up to date or made.
-	if err := r.deleteChildren(ctx, fleet.Namespace, fleet.Name, func(cm corev1.ConfigMap) bool { return !want[cm.Name] }); err != nil {
+	// Children that should not be there go (as do those of an earlier Fleet of the same
+	// name); the others are brought up to date or made.
+	ours := func(cm corev1.ConfigMap) bool {
+		owner := metav1.GetControllerOf(&cm)
+		return owner != nil && owner.UID == fleet.UID
+	}
+	if err := r.deleteChildren(ctx, fleet.Namespace, fleet.Name, func(cm corev1.ConfigMap) bool { return !want[cm.Name] || !ours(cm) }); err != nil {
 		return reconcile.Result{}, err
 	}
 	var children corev1.ConfigMapList
@@ -80,7 +85,9 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	have := map[string]corev1.ConfigMap{}
 	for _, cm := range children.Items {
-		have[cm.Name] = cm
+		if ours(cm) {
+			have[cm.Name] = cm
+		}
 	}
 	for name := range want {
 		cm, ok := have[name]
