@@ -76,11 +76,7 @@ func TestGet(t *testing.T) {
 func TestList(t *testing.T) {
 	c := readFixture(t, cache.Options{}, Options{})
 	ctx := timeout(t)
-	for _, tc := range []struct {
-		name string
-		opts []client.ListOption
-		want []string
-	}{
+	checkLists(t, c, []listCase{
 		{"all", nil, []string{"a/db-1", "a/web-1", "a/web-2", "b/web-1"}},
 		{"namespace", []client.ListOption{client.InNamespace("a")}, []string{"a/db-1", "a/web-1", "a/web-2"}},
 		{"label", []client.ListOption{client.MatchingLabels{"app": "web"}}, []string{"a/web-1", "a/web-2", "b/web-1"}},
@@ -88,10 +84,35 @@ func TestList(t *testing.T) {
 		{"two labels", []client.ListOption{client.MatchingLabels{"app": "web", "tier": "front"}}, []string{"a/web-1", "a/web-2"}},
 		{"not in", []client.ListOption{client.MatchingLabelsSelector{Selector: mustSelector(t, "app notin (web)")}}, []string{"a/db-1"}},
 		{"nothing", []client.ListOption{client.InNamespace("c")}, nil},
-	} {
+	})
+	var l corev1.PodList
+	if err := c.List(ctx, &l, client.Limit(2)); err != nil || len(l.Items) != 2 {
+		t.Errorf("List with Limit 2 = %d items, %v", len(l.Items), err)
+	}
+	if err := c.List(ctx, &l, client.Continue("x")); err == nil {
+		t.Error("List with Continue succeeded")
+	}
+	var empty corev1.PodList
+	if err := c.List(ctx, &empty, client.InNamespace("none")); err != nil || empty.Items == nil || len(empty.Items) != 0 {
+		t.Errorf("an empty List = %#v, %v; want empty, not nil, items", empty.Items, err)
+	}
+}
+
+// listCase is a List call and the Pods it must return.
+type listCase struct {
+	name string
+	opts []client.ListOption
+	want []string // namespace/name, sorted
+}
+
+// checkLists runs each case's List of Pods on c: the Pods, their kind, and
+// the continue token controller-runtime's cache gives.
+func checkLists(t *testing.T, c *Cache, cases []listCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var l corev1.PodList
-			if err := c.List(ctx, &l, tc.opts...); err != nil {
+			if err := c.List(timeout(t), &l, tc.opts...); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, names(t, &l)); diff != "" {
@@ -106,17 +127,6 @@ func TestList(t *testing.T) {
 				}
 			}
 		})
-	}
-	var l corev1.PodList
-	if err := c.List(ctx, &l, client.Limit(2)); err != nil || len(l.Items) != 2 {
-		t.Errorf("List with Limit 2 = %d items, %v", len(l.Items), err)
-	}
-	if err := c.List(ctx, &l, client.Continue("x")); err == nil {
-		t.Error("List with Continue succeeded")
-	}
-	var empty corev1.PodList
-	if err := c.List(ctx, &empty, client.InNamespace("none")); err != nil || empty.Items == nil || len(empty.Items) != 0 {
-		t.Errorf("an empty List = %#v, %v; want empty, not nil, items", empty.Items, err)
 	}
 }
 
@@ -194,27 +204,13 @@ func TestIndexField(t *testing.T) {
 	if err := c.IndexField(ctx, &corev1.Pod{}, "app", byApp); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name string
-		opts []client.ListOption
-		want []string
-	}{
+	checkLists(t, c, []listCase{
 		{"all namespaces", []client.ListOption{client.MatchingFields{"spec.nodeName": "n1"}}, []string{"a/db-1", "a/web-1", "b/web-1"}},
 		{"namespace", []client.ListOption{client.InNamespace("a"), client.MatchingFields{"spec.nodeName": "n1"}}, []string{"a/db-1", "a/web-1"}},
 		{"two fields", []client.ListOption{client.MatchingFields{"spec.nodeName": "n1", "app": "web"}}, []string{"a/web-1", "b/web-1"}},
 		{"field and label", []client.ListOption{client.MatchingFields{"spec.nodeName": "n1"}, client.MatchingLabels{"app": "db"}}, []string{"a/db-1"}},
 		{"no match", []client.ListOption{client.MatchingFields{"spec.nodeName": "n9"}}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var l corev1.PodList
-			if err := c.List(ctx, &l, tc.opts...); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, names(t, &l)); diff != "" {
-				t.Errorf("List (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 	var l corev1.PodList
 	if err := c.List(ctx, &l, client.MatchingFields{"status.phase": "Running"}); err == nil {
 		t.Error("a field selector without an index succeeded")

@@ -69,40 +69,14 @@ func TestManager(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
-	admin := adminClients(t)
-	ns, err := kubetest.NewNamespace(ctx, admin.Kube, "crt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := installFleets(ctx, admin.Dynamic, ns); err != nil {
-		t.Fatal(err)
-	}
-	scheme := newScheme()
-	direct := srv.AdminConfig()
-	direct.Host = srv.APIServerURL()
-	c, err := client.New(direct, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &fleetWriter{c: c, ns: ns, rng: rng}
-	if err := w.seed(ctx); err != nil {
-		t.Fatal(err)
-	}
-
+	w, scheme := fleetNamespace(t, ctx, "crt", rng)
+	c, ns := w.c, w.ns
 	var log kubetest.RequestLog
 	mgr, r, err := newManager(log.Wrap(srv.ThrottledConfig()), scheme, ns, "fleet", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctx, stopManager := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() {
-		stopManager()
-		if err := <-done; err != nil {
-			t.Errorf("the manager: %v", err)
-		}
-	}()
+	defer runManager(t, ctx, mgr)()
 	if took, err := waitConverged(ctx, c, ns, 60*time.Second); err != nil {
 		t.Fatalf("first sync: %v", err)
 	} else {
@@ -153,6 +127,51 @@ func TestManager(t *testing.T) {
 		t.Logf("fault %2d/%d %-8s %-45s converged %v after it", i+1, len(schedule), kind, effect, took.Round(time.Millisecond))
 	}
 	t.Logf("%d writes, %d reconciles", w.writes.Load(), r.reconciles.Load())
+}
+
+// fleetNamespace makes a namespace with Fleets (and their CRD) and Secrets in it, and returns
+// their writer, whose client is the admin's, straight to the API server, and the scheme.
+func fleetNamespace(t *testing.T, ctx context.Context, prefix string, rng *rand.Rand) (*fleetWriter, *runtime.Scheme) {
+	t.Helper()
+	admin := adminClients(t)
+	ns, err := kubetest.NewNamespace(ctx, admin.Kube, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := installFleets(ctx, admin.Dynamic, ns); err != nil {
+		t.Fatal(err)
+	}
+	scheme := newScheme()
+	direct := srv.AdminConfig()
+	direct.Host = srv.APIServerURL()
+	c, err := client.New(direct, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &fleetWriter{c: c, ns: ns, rng: rng}
+	if err := w.seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return w, scheme
+}
+
+// runManager starts mgr and returns its stop, which fails the test if the manager does not
+// return within 60 s, or returns an error.
+func runManager(t *testing.T, ctx context.Context, mgr ctrl.Manager) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("the manager: %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Error("the manager did not stop within 60s of its context's end")
+		}
+	}
 }
 
 // injectFault injects one fault of kind into the server and returns once it is over.
@@ -294,43 +313,13 @@ func (w *fleetWriter) writeOne(ctx context.Context) error {
 func TestManagerUnprivileged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	admin := adminClients(t)
-	ns, err := kubetest.NewNamespace(ctx, admin.Kube, "crt-unprivileged")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := installFleets(ctx, admin.Dynamic, ns); err != nil {
-		t.Fatal(err)
-	}
-	scheme := newScheme()
-	direct := srv.AdminConfig()
-	direct.Host = srv.APIServerURL()
-	c, err := client.New(direct, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &fleetWriter{c: c, ns: ns, rng: rand.New(rand.NewPCG(1, 2))}
-	if err := w.seed(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w, scheme := fleetNamespace(t, ctx, "crt-unprivileged", rand.New(rand.NewPCG(1, 2)))
+	c, ns := w.c, w.ns
 	mgr, _, err := newManager(srv.UnprivilegedConfig(), scheme, ns, "fleet-unprivileged", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctx, stopManager := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() {
-		stopManager()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("the manager: %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Error("the manager did not stop within 60s of its context's end")
-		}
-	}()
+	defer runManager(t, ctx, mgr)()
 	began := time.Now()
 	wait := context.Background() // only the Forbidden answer can end these
 	mc := mgr.GetCache()
@@ -344,7 +333,7 @@ func TestManagerUnprivileged(t *testing.T) {
 		t.Errorf("GetInformer = %v, want Forbidden", err)
 	}
 	t.Logf("the manager's cache reported Forbidden within %v", time.Since(began).Round(time.Millisecond))
-	if err := grant(ctx, admin, ns, harness.UnprivilegedUser); err != nil {
+	if err := grant(ctx, adminClients(t), ns, harness.UnprivilegedUser); err != nil {
 		t.Fatal(err)
 	}
 	took, err := waitConverged(ctx, c, ns, 60*time.Second)
