@@ -118,13 +118,13 @@ func (c *consistentClient) write(ctx context.Context, obj client.Object, disable
 		return do()
 	}
 	t := c.tracker(req, true)
-	key := client.ObjectKeyFromObject(obj)
+	key := client.ObjectKeyFromObject(obj) // without a name yet, for a create with generateName
 	done := t.begin(key)
 	defer t.end(key, done)
 	if err := do(); err != nil {
 		return err
 	}
-	t.wrote(key, obj.GetResourceVersion())
+	t.wrote(client.ObjectKeyFromObject(obj), obj.GetResourceVersion())
 	return nil
 }
 
@@ -275,7 +275,7 @@ func (c *consistentClient) List(ctx context.Context, list client.ObjectList, opt
 }
 
 // waitFor waits until the cache holds this client's writes that a read of
-// obj's key (or of list's kind, with key nil) must see.
+// obj's key (or of list's kind in namespace ns, with key nil) must see.
 func (c *consistentClient) waitFor(ctx context.Context, obj client.Object, list client.ObjectList, key *client.ObjectKey, ns string) error {
 	req, cached, err := c.target(obj, list)
 	if err != nil || !cached {
@@ -292,12 +292,12 @@ func (c *consistentClient) waitFor(ctx context.Context, obj client.Object, list 
 			return fmt.Errorf("typedcache: wait for writes in flight: %w", context.Cause(ctx))
 		}
 	}
-	rv, deletes := t.pending(key)
-	if rv != "" {
-		if err := c.cache.waitApplied(ctx, req, ns, rv); err != nil {
+	rvs, deletes := t.pending(key, ns)
+	if len(rvs) > 0 {
+		if err := c.cache.waitApplied(ctx, req, rvs); err != nil {
 			return fmt.Errorf("typedcache: wait for the cache to catch up: %w", err)
 		}
-		t.seen(key, rv)
+		t.seen(rvs)
 	}
 	for k, uids := range deletes {
 		if err := c.cache.waitGone(ctx, req, k, uids); err != nil {

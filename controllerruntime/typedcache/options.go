@@ -98,8 +98,7 @@ func NewWith(o Options) cache.NewCacheFunc {
 	}
 }
 
-// entryMaker makes the entry of one kind in a scope. obj is an object of
-// the Go type readers ask for; mapping tells the kind's resource and scope.
+// entryMaker makes the entry of one kind in a scope.
 type entryMaker func(ctx context.Context, s *scope, k kind) (entry, error)
 
 // kind is what an entry is made for: a kind, how readers see it, and where

@@ -89,6 +89,12 @@ func (r *router) serving(namespaced bool) []*scope {
 	return out
 }
 
+// caches reports whether some scope of r caches namespace ns of a
+// namespaced kind.
+func (r *router) caches(ns string) bool {
+	return r.single != nil || r.rest != nil || r.byNS[ns] != nil
+}
+
 // servesNamespaces reports whether some namespace is routed to s.
 func (r *router) servesNamespaces(s *scope) bool {
 	for _, n := range r.byNS {

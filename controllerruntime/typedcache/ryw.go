@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -16,7 +17,8 @@ import (
 // goroutine, no polling.
 
 // readEntries returns the entries a read of req in namespace ns ("" for
-// all) uses, making those that are missing.
+// all) uses, making those that are missing; none for a namespace the cache
+// does not cache, where no informer will ever see a write.
 func (c *Cache) readEntries(ctx context.Context, req request, ns string) ([]entry, error) {
 	if ns == "" || req.r.single != nil {
 		if req.r.single != nil {
@@ -27,6 +29,13 @@ func (c *Cache) readEntries(ctx context.Context, req request, ns string) ([]entr
 			return []entry{e}, nil
 		}
 		return c.entriesOf(ctx, req)
+	}
+	namespaced, err := c.isNamespaced(req)
+	if err != nil {
+		return nil, err
+	}
+	if namespaced && !req.r.caches(ns) {
+		return nil, nil
 	}
 	s, err := c.scopeFor(req, ns, "read", ns)
 	if err != nil {
@@ -39,19 +48,36 @@ func (c *Cache) readEntries(ctx context.Context, req request, ns string) ([]entr
 	return []entry{e}, nil
 }
 
-// waitApplied waits until every informer a read of req in namespace ns
-// uses has applied the changes up to rv.
-func (c *Cache) waitApplied(ctx context.Context, req request, ns, rv string) error {
-	entries, err := c.readEntries(ctx, req, ns)
-	if err != nil {
-		return err
+// waitApplied waits until, for each key of rvs, the informers a read of
+// req in the key's namespace uses have applied the key's version: each
+// informer waits once, for the newest version of the keys it serves, so
+// that no informer waits for a change it will never see (one of a
+// namespace another informer caches).
+func (c *Cache) waitApplied(ctx context.Context, req request, rvs map[client.ObjectKey]string) error {
+	newest := map[entry]string{}
+	for key, rv := range rvs {
+		entries, err := c.readEntries(ctx, req, key.Namespace)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if cur, ok := newest[e]; !ok || newer(rv, cur) {
+				newest[e] = rv
+			}
+		}
 	}
-	for _, e := range entries {
+	for e, rv := range newest {
 		if err := e.waitForResourceVersion(ctx, rv); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// newer reports whether resource version a is newer than b.
+func newer(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c > 0
 }
 
 // waitGone waits until no informer a read of req uses holds the object of

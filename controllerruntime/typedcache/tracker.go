@@ -108,23 +108,30 @@ func (t *writeTracker) inFlight(key *client.ObjectKey) []chan struct{} {
 	return out
 }
 
-// pending returns the newest version written of key (of every key, if
-// key is nil) and the deletions to see.
-func (t *writeTracker) pending(key *client.ObjectKey) (string, map[client.ObjectKey][]types.UID) {
+// pending returns, of key (or, if key is nil, of every key in namespace
+// ns, or in all if ns is ""), the newest version written and the deletions
+// asked for, that a read has not seen yet.
+func (t *writeTracker) pending(key *client.ObjectKey, ns string) (map[client.ObjectKey]string, map[client.ObjectKey][]types.UID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var rv string
-	for k, v := range t.rvs {
-		if key != nil && k != *key {
-			continue
+	match := func(k client.ObjectKey) bool {
+		if key != nil {
+			return k == *key
 		}
-		if c, err := resourceversion.CompareResourceVersion(v, rv); rv == "" || err == nil && c > 0 {
-			rv = v
+		return ns == "" || k.Namespace == ns
+	}
+	var rvs map[client.ObjectKey]string
+	for k, v := range t.rvs {
+		if match(k) {
+			if rvs == nil {
+				rvs = map[client.ObjectKey]string{}
+			}
+			rvs[k] = v
 		}
 	}
 	var deletes map[client.ObjectKey][]types.UID
 	for k, uids := range t.deletes {
-		if key != nil && k != *key {
+		if !match(k) {
 			continue
 		}
 		if deletes == nil {
@@ -134,19 +141,16 @@ func (t *writeTracker) pending(key *client.ObjectKey) (string, map[client.Object
 			deletes[k] = append(deletes[k], uid)
 		}
 	}
-	return rv, deletes
+	return rvs, deletes
 }
 
-// seen forgets the versions of key (of every key, if nil) up to rv, which a
-// read has seen applied.
-func (t *writeTracker) seen(key *client.ObjectKey, rv string) {
+// seen forgets the versions of rvs, which a read has seen applied, unless
+// a newer one was written since.
+func (t *writeTracker) seen(rvs map[client.ObjectKey]string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k, v := range t.rvs {
-		if key != nil && k != *key {
-			continue
-		}
-		if c, err := resourceversion.CompareResourceVersion(v, rv); err == nil && c <= 0 {
+	for k, rv := range rvs {
+		if c, err := resourceversion.CompareResourceVersion(t.rvs[k], rv); err == nil && c <= 0 {
 			delete(t.rvs, k)
 		}
 	}
