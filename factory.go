@@ -48,7 +48,8 @@ var (
 	// ErrNotStarted reports a Factory.WaitForCacheSync before Start.
 	ErrNotStarted = errors.New("informer: factory not started")
 	// ErrNotSynced reports informers whose caches did not sync before the
-	// context of Factory.WaitForCacheSync ended, or that stopped first.
+	// context of WaitForCacheSync or Factory.WaitForCacheSync ended, or
+	// that stopped or failed to sync (see ErrSyncFailed) first.
 	ErrNotSynced = errors.New("informer: caches not synced")
 	// ErrNoInformer reports a name under which the factory has no
 	// informer (Factory.Remove).
@@ -195,7 +196,7 @@ type Factory struct {
 type factoryEntry struct {
 	name     string
 	informer interface {
-		Run(context.Context) error
+		run(context.Context) error
 		HasSynced() bool
 		Synced() <-chan struct{}
 		SyncFailure() error
@@ -357,7 +358,7 @@ func (f *Factory) startLocked(e *factoryEntry) {
 	f.running.Go(func() {
 		defer cancel()
 		defer close(e.done)
-		if err := e.informer.Run(ctx); err != nil {
+		if err := e.informer.run(ctx); err != nil {
 			e.err = err
 			klog.FromContext(ctx).Error(err, "Informer stopped", "informer", e.name)
 		}
@@ -484,7 +485,7 @@ func (f *Factory) Remove(ctx context.Context, name string) error {
 		// Run fail from now on, as for a removed running informer.
 		stopped, stop := context.WithCancel(context.Background())
 		stop()
-		_ = e.informer.Run(stopped)
+		_ = e.informer.run(stopped)
 		close(e.done)
 		return nil
 	}

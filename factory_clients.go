@@ -1,12 +1,15 @@
 package informer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
-	"k8s.io/klog/v2"
 )
 
 // FactoryClients are the clients a Factory made by NewFactoryForClients
@@ -33,6 +35,15 @@ type FactoryClients struct {
 	Dynamic dynamic.Interface
 	// Metadata serves ForMetadata.
 	Metadata metadata.Interface
+	// Source, if set, serves For and ForProjection of every type, in
+	// place of Kube and Dynamic: it returns the ListerWatcher of the
+	// objects of mapping's kind in namespace ("" for every namespace, or a
+	// cluster-scoped resource), each of the Go type the factory's scheme
+	// gives that kind. The factory adds its selectors and tweaks to the
+	// options of each request, and copies each object (DeepCopyObject), so
+	// that a transform may edit it in place, as it may one decoded from a
+	// server's response. informertest.Server.NewFactory sets it.
+	Source func(mapping *meta.RESTMapping, namespace string) (ListerWatcher[Object], error)
 }
 
 // NewFactoryForClients returns a Factory that lists and watches through
@@ -43,14 +54,14 @@ type FactoryClients struct {
 //	pods, err := informer.For[*corev1.Pod](f)
 //
 // Kinds map to resources through FactoryOptions.RESTMapper if set, and
-// otherwise through the resources of Kube's typed clients: the built-in
-// kinds, with their scope, found without discovery. Give a RESTMapper (such
+// otherwise through the resources of client-go's typed clients: the
+// built-in kinds, with their scope, found without discovery. Give a RESTMapper (such
 // as meta.NewDefaultRESTMapper with the kinds added) to use For of CRD Go
 // types, ForUnstructured or ForMetadata with CRDs. Clients that carry client-go's marker for lacking
 // watch-list semantics (its fakes do) are listed and watched instead of
 // being asked for a watch-list stream.
 func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory, error) {
-	if clients.Kube == nil && clients.Dynamic == nil && clients.Metadata == nil {
+	if clients.Kube == nil && clients.Dynamic == nil && clients.Metadata == nil && clients.Source == nil {
 		return nil, fmt.Errorf("%w: no client in FactoryClients", ErrInvalidOptions)
 	}
 	if err := validateFactoryOptions(&opts); err != nil {
@@ -70,9 +81,22 @@ func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory
 }
 
 // clientListWatchFor returns the ListerWatcher of For[T] in a factory made
-// by NewFactoryForClients: T's typed client in Kube, or else the dynamic
-// client converting from unstructured objects.
+// by NewFactoryForClients: its Source's, T's typed client in Kube, or else
+// the dynamic client converting from unstructured objects.
 func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, sc scope) (ListerWatcher[T], error) {
+	if f.clients.Source != nil {
+		lw, err := f.clients.Source(mapping, sc.namespace)
+		if err != nil || lw == nil {
+			return nil, fmt.Errorf("informer: FactoryClients.Source of %s: %w", mapping.Resource, cmp.Or(err, ErrInvalidOptions))
+		}
+		return convertedListWatch(lw, sc.tweak, func(obj Object) (T, error) {
+			t, ok := obj.DeepCopyObject().(T) // as from a server: its own, to transform in place
+			if !ok {
+				return t, fmt.Errorf("%w: %T, want %T", ErrUnexpectedObject, obj, t)
+			}
+			return t, nil
+		}), nil
+	}
 	if f.clients.Kube != nil {
 		m := &typedClientMapper{clients: f.clients.Kube, scheme: f.opts.Scheme}
 		if c, ok := m.clientFor(reflect.TypeFor[T]().Elem()); ok {
@@ -94,38 +118,70 @@ func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list re
 	if sc.namespace != "" {
 		c = f.clients.Dynamic.Resource(mapping.Resource).Namespace(sc.namespace)
 	}
-	lw := ListWatchFromDynamic(c, sc.tweak)
-	converted := ListWatchFuncs[T]{
-		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
-			page, err := lw.List(ctx, opts)
+	toT := func(u *unstructured.Unstructured) (T, error) { return fromUnstructured[T](u.Object) }
+	lw := convertedListWatch(ListWatchFromDynamic(c, sc.tweak), nil, toT)
+	if watchListUnsupported(f.clients.Dynamic) {
+		return WithoutWatchList(lw), nil
+	}
+	return lw, nil
+}
+
+// convertedListWatch lists and watches through full, after tweak (if not
+// nil) has edited the options, and converts each object with conv. A
+// listed object that does not convert fails the list; a watched one ends
+// the watch with an ERROR event (see undecodableEvent), so that the
+// Reflector watches again from its last resource version rather than lose
+// the change.
+func convertedListWatch[From, To Object](full ListerWatcher[From], tweak func(*metav1.ListOptions), conv func(From) (To, error)) ListerWatcher[To] {
+	lw := ListWatchFuncs[To]{
+		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[To], error) {
+			if tweak != nil {
+				tweak(&opts)
+			}
+			page, err := full.List(ctx, opts)
 			if err != nil {
 				return nil, err
 			}
-			return convertPage(page, func(u *unstructured.Unstructured) (T, error) { return fromUnstructured[T](u.Object) })
+			return convertPage(page, conv)
 		},
 		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := lw.Watch(ctx, opts)
+			if tweak != nil {
+				tweak(&opts)
+			}
+			w, err := full.Watch(ctx, opts)
 			if err != nil {
 				return nil, err
 			}
 			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-				if u, ok := ev.Object.(runtime.Unstructured); ok && ev.Type != watch.Error {
-					obj, err := fromUnstructured[T](u.UnstructuredContent())
-					if err != nil {
-						klog.FromContext(ctx).Error(err, "Dropped a watch event that does not convert", "type", ev.Type)
-						return ev, false
-					}
-					ev.Object = obj
+				obj, ok := ev.Object.(From)
+				if !ok || ev.Type == watch.Error {
+					return ev, true
 				}
+				to, err := conv(obj)
+				if err != nil {
+					return undecodableEvent(ev, err), true
+				}
+				ev.Object = to
 				return ev, true
 			}), nil
 		},
 	}
-	if watchListUnsupported(f.clients.Dynamic) {
-		return WithoutWatchList[T](converted), nil
+	if watchListUnsupported(full) {
+		return WithoutWatchList[To](lw)
 	}
-	return converted, nil
+	return lw
 }
+
+// undecodableEvent is the ERROR event that reports a watch event whose
+// object does not convert, as client-go's watches (and package wire's)
+// report one they cannot decode: the informer counts it in
+// Stats.DecodeErrors, and tells its watch error handler.
+func undecodableEvent(ev watch.Event, err error) watch.Event {
+	return watch.Event{Type: watch.Error, Object: watchDecoding.AsObject(fmt.Errorf("a %s event does not convert: %w", ev.Type, err))}
+}
+
+// watchDecoding makes the Status of client-go's watch decoding errors.
+var watchDecoding = apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", watchDecodingCause)
 
 // convertPage returns page with each item converted by conv, or conv's
 // first error.
@@ -144,7 +200,7 @@ func fromUnstructured[T Object](u map[string]any) (T, error) {
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj); err != nil {
 		var zero T
-		return zero, fmt.Errorf("informer: convert an unstructured object to %T: %w", obj, err)
+		return zero, fmt.Errorf("%w: convert an unstructured object to %T: %w", errUndecodable, obj, err)
 	}
 	return obj, nil
 }
@@ -235,7 +291,7 @@ func (m *typedClientMapper) scan() {
 	m.byType = map[reflect.Type]typedClient{}
 	m.byGVK = map[schema.GroupVersionKind]typedClient{}
 	if m.clients == nil || isNil(m.clients) {
-		return
+		m.clients = kubernetes.New(nil) // for its types; never called
 	}
 	s := m.scheme
 	if s == nil {

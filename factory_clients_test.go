@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -423,4 +424,83 @@ func TestFactoryNoLabelIndex(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Through the dynamic client, a watched object that does not convert to T
+// is reported as the projection path reports one: an ERROR event, which
+// reaches the watch error handler and counts in Stats (DecodeErrors). The
+// informer lists again, and a list with such an object fails as a decode
+// error (a sync failure for an informer not synced yet), until the object
+// is mended.
+func TestFactoryForClientsDynamicUnconvertible(t *testing.T) {
+	good := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"namespace": "a", "name": "w1"}, "size": int64(1),
+	}}
+	bad := good.DeepCopy()
+	bad.SetName("w2")
+	bad.Object["size"] = "big" // not an int
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{widgetsGVR: "WidgetList"}, good)
+	started := make(chan struct{}, 16)
+	dyn.PrependWatchReactor("widgets", func(clienttesting.Action) (bool, watch.Interface, error) {
+		started <- struct{}{}
+		return false, nil, nil // on to the tracker's watch
+	})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(widgetGV.WithKind("Widget"), meta.RESTScopeNamespace)
+	reported := make(chan error, 100)
+	opts := FactoryOptions{Scheme: widgetScheme(t), RESTMapper: mapper, Informer: InformerOptions{Reflector: ReflectorOptions{
+		Backoff:           Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond},
+		WatchErrorHandler: func(_ context.Context, err error) { reported <- err },
+	}}}
+	f, err := NewFactoryForClients(FactoryClients{Dynamic: dyn}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Shutdown)
+	widgets, err := For[*widget](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := addLog(t, widgets)
+	syncFactory(t, t.Context(), f)
+	<-started
+	ctx := t.Context()
+	client := dyn.Resource(widgetsGVR).Namespace("a")
+	if _, err := client.Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-reported:
+		if !isDecodeError(err) || !strings.Contains(err.Error(), "ADDED event does not convert") {
+			t.Errorf("reported %v, want the ADDED event's conversion error, a decode error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the unconvertible object was not reported")
+	}
+	if st := widgets.Stats(); st.DecodeErrors < 1 || st.Errors < 1 {
+		t.Errorf("Stats: DecodeErrors %d, Errors %d; want at least 1 each", st.DecodeErrors, st.Errors)
+	}
+
+	// A new informer's list with the object fails its sync as undecodable.
+	opts.Informer.Reflector.WatchErrorHandler = func(context.Context, error) {}
+	g, err := NewFactoryForClients(FactoryClients{Dynamic: dyn}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Shutdown)
+	if _, err := For[*widget](g); err != nil {
+		t.Fatal(err)
+	}
+	g.Start(ctx)
+	if _, err := g.WaitForCacheSync(ctx); !errors.Is(err, ErrSyncFailed) || !errors.Is(err, errUndecodable) {
+		t.Errorf("WaitForCacheSync over a list with an unconvertible object = %v, want a decode sync failure", err)
+	}
+
+	// Mended, the object reaches the informer.
+	bad.Object["size"] = int64(2)
+	if _, err := client.Update(ctx, bad, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log.waitFor(t, "add a/w1", "add a/w2")
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/typedkube/informer/wire"
 	"reflect"
 	"slices"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -65,7 +65,8 @@ type ForOptions[T Object] struct {
 	// with: a function declared at package level, or a func value stored
 	// once and reused. Two func values made by evaluating a function
 	// literal or a method value twice are different, even if they would
-	// behave alike. Do not call SetTransform on a factory's informers.
+	// behave alike. SetTransform on the informer, before Start, replaces
+	// its transform for every user of the informer, as in client-go.
 	Transform TransformFunc[T]
 	// Indexers are indexes added to the cache. On a later call, those the
 	// informer does not have are added (with AddIndexers, also while it
@@ -119,7 +120,7 @@ type shared[T Object] struct {
 //
 // For resolves T's resource through discovery once; later calls for T
 // contact no server. It does not start the informer: Factory.Start does,
-// or did. Do not call the informer's Run: the factory runs it.
+// or did; the informer's own Run returns ErrRunByFactory.
 func For[T Object](f *Factory, opts ...ForOptions[T]) (*SharedIndexInformer[T], error) {
 	return ForContext(context.Background(), f, opts...)
 }
@@ -140,12 +141,11 @@ func ForContext[T Object](ctx context.Context, f *Factory, opts ...ForOptions[T]
 	if err != nil {
 		return nil, err
 	}
-	holder := new(atomic.Pointer[SharedIndexInformer[T]])
-	reuse := transformFor(f, o) == nil
-	var dec *wire.Decoder[T]
+	var d *wireDecoding[T]
 	if f.clients == nil && f.opts.Decoding == DecodeWire {
 		var derr error
-		if dec, derr = wire.NewDecoder[T, T](wireOptions(f, reuse)); derr != nil {
+		if d, derr = newWireDecoding(f, o, wire.NewDecoder[T, T]); derr != nil {
+			d = nil
 			f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", typ.String(), "reason", derr.Error())
 		}
 	}
@@ -153,16 +153,16 @@ func ForContext[T Object](ctx context.Context, f *Factory, opts ...ForOptions[T]
 		switch {
 		case f.clients != nil:
 			return clientListWatchFor[T](f, mapping, list, sc)
-		case dec != nil:
+		case d != nil:
 			_, protobuf := any(*new(T)).(protobufDecodable)
-			return orNil(newWireListWatch(f, mapping, sc, protobuf, dec, holder, reuse))
+			return orNil(newWireListWatch(f, mapping, sc, protobuf, d))
 		}
 		return orNil(newRESTListWatch[T](f, mapping, list, sc))
 	})
 	if err != nil {
 		return nil, err
 	}
-	return registerHeld(f, s, typ, mapping, lw, o, holder)
+	return registerDecoded(f, s, typ, mapping, lw, o, d)
 }
 
 // existingFor returns the informer the factory already has for the Go type
@@ -203,12 +203,12 @@ func sharedFor[K, T Object](ctx context.Context, f *Factory, o ForOptions[T], na
 	return s, mapping, list, nil
 }
 
-// registerHeld registers the informer of s, as register does, and stores
-// it in holder, from which its ListerWatcher reads the cache.
-func registerHeld[T Object](f *Factory, s *shared[T], typ reflect.Type, mapping *meta.RESTMapping, lw ListerWatcher[T], o ForOptions[T], holder *atomic.Pointer[SharedIndexInformer[T]]) (*SharedIndexInformer[T], error) {
+// registerDecoded registers the informer of s, as register does, and
+// gives it to d, if not nil, which reads its transform and cache.
+func registerDecoded[T Object](f *Factory, s *shared[T], typ reflect.Type, mapping *meta.RESTMapping, lw ListerWatcher[T], o ForOptions[T], d *wireDecoding[T]) (*SharedIndexInformer[T], error) {
 	inf, err := register(f, s, typ, mapping.Resource, lw, o)
-	if err == nil {
-		holder.Store(inf)
+	if err == nil && d != nil {
+		d.inf.Store(inf)
 	}
 	return inf, err
 }
@@ -383,6 +383,7 @@ func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.G
 		f.mu.Unlock()
 		return nil, err
 	}
+	inf.byFactory = true
 	s.informer = inf
 	e := &factoryEntry{name: s.name, informer: inf, shared: s, done: make(chan struct{})}
 	f.entries[s.name] = e
@@ -533,6 +534,9 @@ func kindOf[T Object](scheme *runtime.Scheme) (schema.GroupVersionKind, reflect.
 	obj := reflect.New(typ.Elem()).Interface().(runtime.Object)
 	gvks, unversioned, err := scheme.ObjectKinds(obj)
 	switch {
+	case err != nil && isProjection(typ):
+		return gvk, nil, fmt.Errorf("%w: %v is a projection (it embeds wire.Meta): use ForProjection[%s, T], T being the API type it projects, such as corev1.Pod",
+			ErrNotRegistered, typ, typ.Elem().Name())
 	case err != nil:
 		return gvk, nil, fmt.Errorf("%w: %v: %w", ErrNotRegistered, typ, err)
 	case unversioned:
@@ -547,6 +551,18 @@ func kindOf[T Object](scheme *runtime.Scheme) (schema.GroupVersionKind, reflect.
 		return gvk, nil, fmt.Errorf("%w: %v has no list kind %s: %w", ErrNotRegistered, typ, listKind.Kind, err)
 	}
 	return gvk, reflect.TypeOf(list), nil
+}
+
+// isProjection reports whether typ, a pointer to a struct, is a
+// projection: whether the struct embeds a wire.Meta.
+func isProjection(typ reflect.Type) bool {
+	for i := range typ.Elem().NumField() {
+		f := typ.Elem().Field(i)
+		if f.Anonymous && f.Type.PkgPath() == reflect.TypeFor[wire.Options]().PkgPath() && strings.HasPrefix(f.Type.Name(), "Meta[") {
+			return true
+		}
+	}
+	return false
 }
 
 // restMapping maps gvk to its resource and scope.

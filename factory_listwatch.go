@@ -116,12 +116,7 @@ func (lw *restListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (
 // pageOf returns list, of a type checked by itemsOf, as a ListPage with the
 // items that items gives.
 func pageOf[T Object](list runtime.Object, items func(runtime.Object) []T) *ListPage[T] {
-	lm := list.(metav1.ListInterface)
-	page := &ListPage[T]{Items: items(list)}
-	page.ResourceVersion = lm.GetResourceVersion()
-	page.Continue = lm.GetContinue()
-	page.RemainingItemCount = lm.GetRemainingItemCount()
-	return page
+	return &ListPage[T]{Items: items(list), ListMeta: ListMetaOf(list.(metav1.ListInterface))}
 }
 
 // Watch watches, as client-go's typed clients do: the watch decodes each

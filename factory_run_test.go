@@ -186,3 +186,32 @@ func TestFactoryShutdown(t *testing.T) {
 		}
 	})
 }
+
+// TestFactoryInformerRunRefused: Run called on an informer the factory
+// made fails at once, before Start and after, with ErrRunByFactory (which
+// wraps ErrStarted), and leaves the informer to the factory: a caller's Run
+// with an ended context does not stop it, and the factory's Start runs it.
+func TestFactoryInformerRunRefused(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	create(t, srv, factoryPod("a", "web", ""))
+	f := newTestFactory(t, srv, FactoryOptions{})
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := pods.Run(ended); !errors.Is(err, ErrRunByFactory) || !errors.Is(err, ErrStarted) {
+		t.Errorf("Run before Start = %v, want ErrRunByFactory and ErrStarted", err)
+	}
+	log := addLog(t, pods)
+	syncFactory(t, t.Context(), f)
+	if err := pods.Run(ended); !errors.Is(err, ErrRunByFactory) {
+		t.Errorf("Run after Start = %v, want ErrRunByFactory", err)
+	}
+	create(t, srv, factoryPod("a", "api", ""))
+	log.waitFor(t, "add a/web", "add a/api")
+	if pods.IsStopped() {
+		t.Error("the informer stopped with the context of a caller's Run")
+	}
+}

@@ -1,8 +1,10 @@
 package informer
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -151,7 +154,8 @@ func TestForProjection(t *testing.T) {
 }
 
 // TestForProjectionMismatch: a projection field T lacks, or of another
-// type, is an error naming its path, made before any request.
+// type, or the Meta of another projection, is an error naming its path,
+// made before any request.
 func TestForProjectionMismatch(t *testing.T) {
 	type badField struct {
 		wire.Meta[badField]
@@ -171,6 +175,16 @@ func TestForProjectionMismatch(t *testing.T) {
 	_, err = ForProjection[badType, corev1.Pod](f)
 	if !errors.As(err, &me) || me.Path != "Spec.NodeName" {
 		t.Errorf("ForProjection[badType] = %v, want a mismatch at Spec.NodeName", err)
+	}
+	// Another projection's Meta, which DeepCopyObject would copy as that
+	// projection (it was accepted).
+	type wrongMeta struct {
+		wire.Meta[podSlim]
+		Spec struct{ NodeName string }
+	}
+	_, err = ForProjection[wrongMeta, corev1.Pod](f)
+	if !errors.As(err, &me) || me.Path != "Meta" || !strings.Contains(me.Reason, "wire.Meta[wrongMeta]") {
+		t.Errorf("ForProjection[wrongMeta] = %v, want a mismatch at Meta saying wire.Meta[wrongMeta]", err)
 	}
 	if reqs := resourceRequests(srv, "/pods"); len(reqs) != 0 {
 		t.Errorf("requests %v, want none", reqs)
@@ -209,5 +223,99 @@ func TestForProjectionClients(t *testing.T) {
 			t.Fatalf("Get(a/web) = %+v, %v", got, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// expireFirstWatch wraps a ListerWatcher so that its first watch fails with
+// 410 Expired, which makes the Reflector list again, and tells watches on
+// watched.
+func expireFirstWatch[T Object](watched chan<- int) func(ListerWatcher[T]) ListerWatcher[T] {
+	var n atomic.Int32
+	return func(lw ListerWatcher[T]) ListerWatcher[T] {
+		return ListWatchFuncs[T]{ListFunc: lw.List, WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			i := int(n.Add(1))
+			watched <- i
+			if i == 1 {
+				return nil, apierrors.NewResourceExpired("expired for the test")
+			}
+			return lw.Watch(ctx, opts)
+		}}
+	}
+}
+
+// A transform set with SetTransform (client-go's idiom, also through
+// clientgo.SharedIndexInformer) after For, before Start, is honoured as one
+// given to For: the objects it edits in place share no label or
+// annotation maps with others (two Pods with equal labels would otherwise
+// share one map, and the transform of one would change the other), and a
+// relist decodes every object anew rather than hand the transform an
+// object it already transformed. For full objects and projections.
+func TestFactorySetTransformAfterFor(t *testing.T) {
+	pod := func(ns, name string) *corev1.Pod {
+		p := factoryPod(ns, name, "node-1")
+		p.Labels = map[string]string{"app": "same"}
+		p.Annotations = map[string]string{"note": "same"}
+		return p
+	}
+	t.Run("For", func(t *testing.T) {
+		checkLateTransform(t, func(f *Factory, o ForOptions[*corev1.Pod]) (*SharedIndexInformer[*corev1.Pod], error) {
+			return For(f, o)
+		}, pod)
+	})
+	t.Run("ForProjection", func(t *testing.T) {
+		checkLateTransform(t, func(f *Factory, o ForOptions[*podSlim]) (*SharedIndexInformer[*podSlim], error) {
+			return ForProjection[podSlim, corev1.Pod](f, o)
+		}, pod)
+	})
+}
+
+func checkLateTransform[T Object](t *testing.T, forT func(*Factory, ForOptions[T]) (*SharedIndexInformer[T], error), pod func(ns, name string) *corev1.Pod) {
+	srv := newFakeAPI(t, podsResource)
+	create(t, srv, pod("a", "web"), pod("b", "db"))
+	f := newTestFactory(t, srv, FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{WatchList: WatchListOff}}})
+	watched := make(chan int, 8)
+	inf, err := forT(f, ForOptions[T]{WrapListWatch: expireFirstWatch[T](watched)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each object gets its own name as a label, and one more "+" in an
+	// annotation, in place: once per decoded object.
+	err = inf.SetTransform(func(obj T) (T, error) {
+		obj.GetLabels()["name"] = obj.GetName()
+		obj.GetAnnotations()["note"] += "+"
+		return obj, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := addLog(t, inf)
+	syncFactory(t, t.Context(), f)
+	log.waitFor(t, "add a/web", "add b/db")
+	if <-watched != 1 || <-watched != 2 {
+		t.Fatal("watches out of order")
+	}
+	// The relist after the 410 came before the second watch.
+	log.waitFor(t, "update a/web", "update b/db")
+	for _, obj := range inf.GetIndexer().List() {
+		if got := obj.GetLabels()["name"]; got != obj.GetName() {
+			t.Errorf("%s has the label name=%s: the transform of another object changed its labels", objectKey(obj), got)
+		}
+		if got := obj.GetAnnotations()["note"]; got != "same+" {
+			t.Errorf("%s has the annotation note=%q, want %q: the transform got an object it had transformed", objectKey(obj), got, "same+")
+		}
+	}
+}
+
+// For of a projection type says to use ForProjection, rather than only that
+// the scheme does not know it.
+func TestForOfProjection(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	f := newTestFactory(t, srv, FactoryOptions{})
+	_, err := For[*podSlim](f)
+	if !errors.Is(err, ErrNotRegistered) || !strings.Contains(err.Error(), "ForProjection[podSlim, T]") {
+		t.Errorf("For[*podSlim] = %v, want ErrNotRegistered naming ForProjection[podSlim, T]", err)
+	}
+	if _, err := For[*widget](f); err == nil || strings.Contains(err.Error(), "ForProjection") {
+		t.Errorf("For[*widget] = %v, want ErrNotRegistered without ForProjection (widget is no projection)", err)
 	}
 }

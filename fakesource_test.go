@@ -19,13 +19,15 @@ import (
 
 // fakeSource is a tiny API server for Pods: it versions every change, lists
 // the current state and streams changes to watchers from any resource
-// version it still has. Compact makes older versions unavailable (410 Gone),
+// version it still has. Like etcd behind the API server, it starts at
+// version 1: an empty source lists at "1", and its first change is "2"
+// (a LIST at "0" would make informers watch from "0", an unordered replay). Compact makes older versions unavailable (410 Gone),
 // DropWatches ends every watch, so that informers re-watch or relist. It
 // serves our ListerWatcher and client-go's from the same state, handing
 // both the same pointers.
 type fakeSource struct {
 	mu        sync.Mutex
-	rv        int
+	rv        int // the last change's version; 1 before the first
 	objs      map[string]*corev1.Pod
 	history   []watch.Event // the changes after compacted
 	compacted int
@@ -38,7 +40,7 @@ type fakeSource struct {
 }
 
 func newFakeSource() *fakeSource {
-	return &fakeSource{objs: map[string]*corev1.Pod{}, watchers: map[*fakeWatch]struct{}{}}
+	return &fakeSource{rv: 1, objs: map[string]*corev1.Pod{}, watchers: map[*fakeWatch]struct{}{}}
 }
 
 // change records an event, stamping p with the next resource version.

@@ -39,6 +39,9 @@ var (
 	// ErrResyncUnsupported reports a handler asking for a resync period
 	// from an informer made without one (see HandlerOptions.ResyncPeriod).
 	ErrResyncUnsupported = errors.New("informer: resync not supported by this informer")
+	// ErrRunByFactory is returned by Run on an informer that a Factory
+	// made: Factory.Start runs it. The error wraps ErrStarted too.
+	ErrRunByFactory = errors.New("informer: run by the factory that made it")
 )
 
 // minResyncPeriod is the shortest resync period a handler can have.
@@ -100,6 +103,10 @@ type SharedIndexInformer[T Object] struct {
 	opts    SharedIndexInformerOptions[T]
 	indexer *Indexer[T]
 	clock   clock.Clock
+
+	// byFactory is set by the Factory that made the informer, before it
+	// hands it out: Run refuses it, the factory runs it with run.
+	byFactory bool
 
 	mu                sync.Mutex // guards the fields below
 	started, stopped  bool
@@ -199,7 +206,9 @@ func logHandlerPanic(ctx context.Context, handler string, recovered any) {
 }
 
 // SetTransform sets the transform (see SharedIndexInformerOptions.Transform).
-// It fails once the informer has started.
+// It fails once the informer has started. On an informer of a Factory, it
+// also makes its objects share nothing a transform could edit in place
+// (see DecodeWire).
 func (s *SharedIndexInformer[T]) SetTransform(f TransformFunc[T]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,6 +217,13 @@ func (s *SharedIndexInformer[T]) SetTransform(f TransformFunc[T]) error {
 	}
 	s.transform = f
 	return nil
+}
+
+// hasTransform reports whether the informer has a transform.
+func (s *SharedIndexInformer[T]) hasTransform() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.transform != nil
 }
 
 // SetWatchErrorHandler sets the function told about list and watch errors
@@ -384,8 +400,18 @@ func (s *SharedIndexInformer[T]) remove(r *Registration[T], drain bool) error {
 // ctx is done, then returns once every goroutine it started has ended. A
 // handler call in progress is waited for; notifications not yet delivered
 // are dropped. Run returns ErrStarted if called twice, and otherwise nil
-// unless the Reflector met an error it cannot recover from.
+// unless the Reflector met an error it cannot recover from. On an
+// informer a Factory made, it returns ErrRunByFactory at once, before or
+// after Factory.Start.
 func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
+	if s.byFactory {
+		return fmt.Errorf("%w: %s: Factory.Start runs it: %w", ErrRunByFactory, s.opts.Name, ErrStarted)
+	}
+	return s.run(ctx)
+}
+
+// run is Run, for the informer's Factory too.
+func (s *SharedIndexInformer[T]) run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.started {
 		s.mu.Unlock()

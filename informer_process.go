@@ -33,7 +33,7 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 			}
 			notes = s.applyEvent(ctx, &batch[i], initial, notes)
 		}
-		s.applied.advance(lastVersion(batch))
+		recordApplied(&s.applied, batch)
 		s.distributeLocked(notes)
 		s.procMu.Unlock()
 		if s.opts.Metrics != nil {
@@ -76,9 +76,26 @@ func (s *SharedIndexInformer[T]) directApplier(ctx context.Context) func(e event
 	}
 }
 
-// lastVersion returns the resource version of the last event of batch that
-// carries one: the server's changes are applied in order, so the cache then
-// holds every change up to it. A watch's replay carries none that counts.
+// recordApplied records in a the resource version up to which the cache
+// holds the server's changes once batch is applied: each relist of the
+// batch in turn, and the last version of the events before, between and
+// after them.
+func recordApplied[T Object](a *appliedVersion, batch []event[T]) {
+	start := 0
+	for i := range batch {
+		if batch[i].kind == evReplace {
+			a.advance(lastVersion(batch[start:i]))
+			a.replaced(batch[i].rv)
+			start = i + 1
+		}
+	}
+	a.advance(lastVersion(batch[start:]))
+}
+
+// lastVersion returns the resource version of the last event of batch, a
+// batch without relists, that carries one: the server's changes are
+// applied in order, so the cache then holds every change up to it. A
+// watch's replay carries none that counts.
 func lastVersion[T Object](batch []event[T]) string {
 	for i := len(batch) - 1; i >= 0; i-- {
 		e := &batch[i]
@@ -87,7 +104,7 @@ func lastVersion[T Object](batch []event[T]) string {
 			if rv := e.obj.GetResourceVersion(); rv != "" && !e.replayed {
 				return rv
 			}
-		case evReplace, evBookmark:
+		case evBookmark:
 			if e.rv != "" {
 				return e.rv
 			}

@@ -152,7 +152,7 @@ func TestInformerDeliversChangesInOrder(t *testing.T) {
 			}
 			startInformer(t, inf)
 			synctest.Wait()
-			checkCalls(t, rec, "add ns/a@1 initial", "add ns/b@2 initial")
+			checkCalls(t, rec, "add ns/a@2 initial", "add ns/b@3 initial")
 			if !inf.HasSynced() || !reg.HasSynced() {
 				t.Fatalf("HasSynced: informer %v, handler %v", inf.HasSynced(), reg.HasSynced())
 			}
@@ -175,11 +175,11 @@ func TestInformerDeliversChangesInOrder(t *testing.T) {
 			pause()
 			src.Delete(testobj.Pod("ns", "a", ""))
 			synctest.Wait()
-			want := []string{"update ns/a@1 -> ns/a@3", "add other/c@4", "update ns/b@2 -> ns/b@5", "delete ns/a@6"}
+			want := []string{"update ns/a@2 -> ns/a@4", "add other/c@5", "update ns/b@3 -> ns/b@6", "delete ns/a@7"}
 			checkCalls(t, rec, want...)
 			checkCacheMatches(t, inf, src)
-			if rv := inf.LastSyncResourceVersion(); rv != "6" {
-				t.Errorf("LastSyncResourceVersion = %q, want 6", rv)
+			if rv := inf.LastSyncResourceVersion(); rv != "7" {
+				t.Errorf("LastSyncResourceVersion = %q, want 7", rv)
 			}
 		})
 	})
@@ -224,10 +224,10 @@ func TestInformerRelist(t *testing.T) {
 			got := rec.take()
 			// As in client-go, a handler without resync is told about the
 			// unchanged a too.
-			want := []string{"delete ns/b@2 unknown", "update ns/a@1 -> ns/a@1", "update ns/c@3 -> ns/c@5", "add ns/d@6"}
+			want := []string{"delete ns/b@3 unknown", "update ns/a@2 -> ns/a@2", "update ns/c@4 -> ns/c@6", "add ns/d@7"}
 			if mode == QueueDeltaFIFO {
 				// A DeltaFIFO queues the tombstone after the listed objects.
-				want = []string{"update ns/a@1 -> ns/a@1", "update ns/c@3 -> ns/c@5", "add ns/d@6", "delete ns/b@2 unknown"}
+				want = []string{"update ns/a@2 -> ns/a@2", "update ns/c@4 -> ns/c@6", "add ns/d@7", "delete ns/b@3 unknown"}
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("handler calls after relist:\n  got  %q\n  want %q", got, want)
@@ -265,7 +265,7 @@ func TestInformerLateHandler(t *testing.T) {
 			synctest.Wait()
 			got := late.take()
 			slices.Sort(got[:3]) // the replay comes in cache order
-			if want := []string{"add ns/p0@1 initial", "add ns/p1@2 initial", "add ns/p2@3 initial", "update ns/p1@2 -> ns/p1@4"}; !slices.Equal(got, want) {
+			if want := []string{"add ns/p0@2 initial", "add ns/p1@3 initial", "add ns/p2@4 initial", "update ns/p1@3 -> ns/p1@5"}; !slices.Equal(got, want) {
 				t.Fatalf("late handler calls:\n  got  %q\n  want %q", got, want)
 			}
 			if !lateReg.HasSynced() {
@@ -302,7 +302,7 @@ func TestInformerResyncRouting(t *testing.T) {
 			}
 			time.Sleep(35 * time.Second)
 			synctest.Wait()
-			resync := "update ns/a@1 -> ns/a@1"
+			resync := "update ns/a@2 -> ns/a@2"
 			checkCalls(t, fast, resync, resync, resync)
 			checkCalls(t, slow, resync)
 			checkCalls(t, never)
@@ -374,9 +374,9 @@ func TestInformerRemoveHandler(t *testing.T) {
 			}
 			src.Add(testobj.Pod("ns", "b", ""))
 			synctest.Wait()
-			checkCalls(t, kept, "add ns/a@1", "add ns/b@2")
-			checkCalls(t, removed, "add ns/a@1")
-			checkCalls(t, drained, "add ns/a@1")
+			checkCalls(t, kept, "add ns/a@2", "add ns/b@3")
+			checkCalls(t, removed, "add ns/a@2")
+			checkCalls(t, drained, "add ns/a@2")
 			if err := inf.RemoveEventHandler(rreg); err != nil {
 				t.Fatalf("removing twice: %v", err)
 			}
@@ -403,8 +403,8 @@ func TestInformerHandlerPanics(t *testing.T) {
 		src.Add(testobj.Pod("ns", "a", ""))
 		src.Add(testobj.Pod("ns", "b", ""))
 		synctest.Wait()
-		checkCalls(t, bad, "add ns/a@1", "add ns/b@2")
-		if reg.Panics() != 1 || len(reported) != 1 || reported[0] != "bad: recorder: add ns/a@1" {
+		checkCalls(t, bad, "add ns/a@2", "add ns/b@3")
+		if reg.Panics() != 1 || len(reported) != 1 || reported[0] != "bad: recorder: add ns/a@2" {
 			t.Fatalf("panics %d, reported %q", reg.Panics(), reported)
 		}
 	})
@@ -456,17 +456,17 @@ func TestInformerCoalesceBoundsMemory(t *testing.T) {
 		// nothing about "new", which came and went meanwhile.
 		var want []string
 		for i := range 10 {
-			want = append(want, fmt.Sprintf("add ns/p%d@%d initial", i, i+1))
+			want = append(want, fmt.Sprintf("add ns/p%d@%d initial", i, i+2))
 		}
 		for i := range 10 {
 			if i == 5 {
-				want = append(want, "delete ns/p5@1011")
+				want = append(want, "delete ns/p5@1012")
 				continue
 			}
-			want = append(want, fmt.Sprintf("update ns/p%d@%d -> ns/p%d@%d", i, i+1, i, 1001+i))
+			want = append(want, fmt.Sprintf("update ns/p%d@%d -> ns/p%d@%d", i, i+2, i, 1002+i))
 		}
 		checkCalls(t, bounded, want...)
-		if last := podsString(inf.GetIndexer().List()); !strings.Contains(last, "ns/p9@1010") {
+		if last := podsString(inf.GetIndexer().List()); !strings.Contains(last, "ns/p9@1011") {
 			t.Fatalf("cache %s", last)
 		}
 		if !breg.HasSynced() || len(unbounded.take()) != 1013 {
@@ -530,10 +530,10 @@ func TestInformerLister(t *testing.T) {
 			got  []*corev1.Pod
 			want string
 		}{
-			{"List(nil)", all, "a/db@2 a/web@1 b/web@3 node-pod@4"},
-			{"List(app=web)", webs, "a/web@1 b/web@3 node-pod@4"},
-			{"ByNamespace(a).List(everything)", inA, "a/db@2 a/web@1"},
-			{"ByNamespace(a).List(app=web)", webInA, "a/web@1"},
+			{"List(nil)", all, "a/db@3 a/web@2 b/web@4 node-pod@5"},
+			{"List(app=web)", webs, "a/web@2 b/web@4 node-pod@5"},
+			{"ByNamespace(a).List(everything)", inA, "a/db@3 a/web@2"},
+			{"ByNamespace(a).List(app=web)", webInA, "a/web@2"},
 		} {
 			if got := podsString(tt.got); got != tt.want {
 				t.Errorf("%s = %s, want %s", tt.name, got, tt.want)

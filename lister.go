@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -160,29 +161,62 @@ func (f SyncFunc) HasSynced() bool { return f() }
 
 // WaitForCacheSync waits until every one of syncs has synced, or until ctx
 // is done, in which case the error names those that had not.
+//
+// As Factory.WaitForCacheSync, it does not wait for an informer (or a
+// handler's Registration of one) whose lists fail with an error that
+// retrying is not expected to mend, such as Forbidden: it returns as soon as
+// the informer meets it, with an error wrapping ErrNotSynced and the
+// informer's *SyncError (so apierrors.IsForbidden works on it). The informer
+// goes on retrying; a later call waits until it syncs or fails again.
 func WaitForCacheSync(ctx context.Context, syncs ...Syncer) error {
+wait:
 	for _, s := range syncs {
-		if c, ok := s.(interface{ Synced() <-chan struct{} }); ok {
-			select {
-			case <-c.Synced():
+		switch s := s.(type) {
+		case failingSyncer:
+			f, _ := s.failureState()
+			unreported, next := f.unreported()
+			if unreported {
 				continue
-			case <-ctx.Done():
 			}
-		} else if pollSynced(ctx, s) {
+			select {
+			case <-s.Synced():
+			case <-next:
+			case <-ctx.Done():
+				break wait
+			}
+		case interface{ Synced() <-chan struct{} }:
+			select {
+			case <-s.Synced():
+			case <-ctx.Done():
+				break wait
+			}
+		default:
+			if !pollSynced(ctx, s) {
+				break wait
+			}
+		}
+	}
+	var pending []string
+	var causes []error
+	for _, s := range syncs {
+		if s.HasSynced() {
 			continue
 		}
-		var pending []string
-		for _, s := range syncs {
-			if !s.HasSynced() {
-				pending = append(pending, syncerName(s))
+		pending = append(pending, syncerName(s))
+		if s, ok := s.(failingSyncer); ok {
+			f, synced := s.failureState()
+			if err := f.report(synced); err != nil && !slices.Contains(causes, err) {
+				causes = append(causes, err)
 			}
 		}
-		if len(pending) == 0 {
-			return nil
-		}
-		return fmt.Errorf("informer: caches not synced: %v: %w", slices.Compact(pending), context.Cause(ctx))
 	}
-	return nil
+	if len(pending) == 0 {
+		return nil
+	}
+	if ctx.Err() != nil {
+		causes = append(causes, context.Cause(ctx))
+	}
+	return fmt.Errorf("%w: %v: %w", ErrNotSynced, slices.Compact(pending), errors.Join(causes...))
 }
 
 // pollSynced polls s every 100ms until it has synced or ctx is done.

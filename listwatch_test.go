@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/typedkube/informer/internal/testobj"
 )
@@ -200,8 +202,8 @@ func TestReflectorWithFakeClientset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cs := fake.NewClientset(testobj.Pod("ns", "a", "1"), testobj.Pod("ns", "b", "2"))
 		// The fake's typed clients cannot send the initial-events-end
-		// bookmark, and do not carry the marker that says so.
-		lw := WithoutWatchList(ListWatchFromClient[corev1.Pod](cs.CoreV1().Pods("ns"), nil))
+		// bookmark: the adapter recognises them.
+		lw := ListWatchFromClient[corev1.Pod](cs.CoreV1().Pods("ns"), nil)
 		store := NewStore(MetaNamespaceKeyFunc[*corev1.Pod])
 		_, stop := runReflector(t, lw, store, ReflectorOptions{})
 		if got := storeContents(store.List()); got != "a@1 b@2" {
@@ -218,4 +220,65 @@ func TestReflectorWithFakeClientset(t *testing.T) {
 			t.Errorf("Run returned %v", err)
 		}
 	})
+}
+
+// The per-resource clients of client-go's fakes cannot end a watch-list
+// stream and lack the marker their clientsets carry: the adapters
+// recognise them, so that an informer over one lists and watches at once
+// instead of waiting InitialEventsTimeout (5s) for a bookmark that never
+// comes. No watch-list request reaches the fake.
+func TestListWatchOverClientGoFakes(t *testing.T) {
+	cs := fake.NewClientset(testobj.Pod("ns", "a", "1"))
+	pod := testobj.Pod("ns", "a", "1")
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	dyn := dynamicfake.NewSimpleDynamicClient(scheme.Scheme, pod)
+	sch := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	md := metadatafake.NewSimpleMetadataClient(sch)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	for name, lw := range map[string]any{
+		"typed":              ListWatchFromClient[corev1.Pod](cs.CoreV1().Pods(""), nil),
+		"typed, namespaced":  ListWatchFromClient[corev1.Pod](cs.CoreV1().Pods("ns"), nil),
+		"typed, cluster":     ListWatchFromClient[corev1.Node](cs.CoreV1().Nodes(), nil),
+		"dynamic":            ListWatchFromDynamic(dyn.Resource(gvr), nil),
+		"dynamic, namespace": ListWatchFromDynamic(dyn.Resource(gvr).Namespace("ns"), nil),
+		"metadata":           ListWatchFromMetadata(md.Resource(gvr).Namespace("ns"), nil),
+	} {
+		if !watchListUnsupported(lw) {
+			t.Errorf("%s: a ListerWatcher over client-go's fake is not marked as lacking watch-list semantics", name)
+		}
+	}
+	if watchListUnsupported(ListWatchFromClient[corev1.Pod](&stubClient[*corev1.PodList]{}, nil)) {
+		t.Error("a client that is no fake is marked")
+	}
+
+	inf, err := NewSharedIndexInformer(ListWatchFromClient[corev1.Pod](cs.CoreV1().Pods(""), nil), SharedIndexInformerOptions[*corev1.Pod]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := WaitForCacheSync(wctx, inf); err != nil {
+		t.Fatal(err)
+	}
+	lists := 0
+	for _, a := range cs.Actions() {
+		switch a := a.(type) {
+		case clienttesting.ListAction:
+			lists++
+		case clienttesting.WatchActionImpl:
+			if si := a.ListOptions.SendInitialEvents; si != nil && *si {
+				t.Errorf("a watch-list request reached the fake: %+v", a.ListOptions)
+			}
+		}
+	}
+	if lists == 0 {
+		t.Errorf("the informer synced without a list: actions %v", cs.Actions())
+	}
 }

@@ -19,7 +19,9 @@ import (
 // namespace with ByNamespace, or all of them).
 //
 // A List lists every namespace, following each one's pages, and returns
-// them as one page whose resource version is the newest of theirs. A
+// them as one page whose resource version is the newest of theirs, with
+// the shard info of their pages if every page has one (the server filtered
+// each by ShardSelector). A
 // Watch watches every namespace, each from the resource version of the
 // last of its objects this ListerWatcher handed over (or of its last
 // list), not from the one the Reflector asks for, which is the newest
@@ -74,6 +76,7 @@ func (m *multiNamespaceListWatch[T]) List(ctx context.Context, opts metav1.ListO
 	out := &ListPage[T]{}
 	rvs := make([]string, len(m.lws))
 	opts.Continue = ""
+	sharded := true // every page so far had shard info
 	for i, lw := range m.lws {
 		o := opts
 		for {
@@ -85,6 +88,9 @@ func (m *multiNamespaceListWatch[T]) List(ctx context.Context, opts metav1.ListO
 				return nil, fmt.Errorf("namespace %q: %w: nil list page", m.namespaces[i], ErrUnexpectedObject)
 			}
 			out.Items = append(out.Items, page.Items...)
+			if sharded = sharded && page.ShardInfo != nil; sharded {
+				out.ShardInfo = page.ShardInfo
+			}
 			if rvs[i] == "" {
 				rvs[i] = page.ResourceVersion
 			}
@@ -95,6 +101,9 @@ func (m *multiNamespaceListWatch[T]) List(ctx context.Context, opts metav1.ListO
 			o.ResourceVersion, o.ResourceVersionMatch = "", "" // a continued list keeps its snapshot
 		}
 		out.ResourceVersion = newerVersion(out.ResourceVersion, rvs[i])
+	}
+	if !sharded {
+		out.ShardInfo = nil
 	}
 	m.mu.Lock()
 	m.rvs = rvs

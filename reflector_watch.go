@@ -41,7 +41,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w watch.Interface, resyncErr <
 		fromRV := true
 		if w == nil {
 			rv := r.LastSyncResourceVersion()
-			fromRV = rv != "" && rv != "0"
+			fromRV = !replaysFrom(rv)
 			var err error
 			w, err = r.lw.Watch(ctx, metav1.ListOptions{
 				ResourceVersion:     rv,

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -43,10 +44,11 @@ func (e *SyncError) Unwrap() []error { return []error{ErrSyncFailed, e.Err} }
 
 // syncFailure records the errors that keep an informer from syncing.
 type syncFailure struct {
-	mu   sync.Mutex
-	err  *SyncError
-	gen  uint64        // how many errors were recorded
-	next chan struct{} // closed when the next one is
+	mu       sync.Mutex // guards the fields below
+	err      *SyncError
+	gen      uint64        // how many errors were recorded
+	next     chan struct{} // closed when the next one is
+	reported uint64        // gen when the package's WaitForCacheSync last returned err
 }
 
 func newSyncFailure() *syncFailure { return &syncFailure{next: make(chan struct{})} }
@@ -86,6 +88,42 @@ func (f *syncFailure) state() (uint64, <-chan struct{}) {
 	return f.gen, f.next
 }
 
+// unreported reports whether an error was recorded that the package's
+// WaitForCacheSync has not returned yet, and returns a channel closed when
+// the next one is.
+func (f *syncFailure) unreported() (bool, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gen > f.reported, f.next
+}
+
+// report returns the last recorded error, if the informer has not synced,
+// as get does, and notes that WaitForCacheSync returned it.
+func (f *syncFailure) report(synced bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if synced || f.err == nil {
+		return nil
+	}
+	f.reported = f.gen
+	return f.err
+}
+
+// failingSyncer is a Syncer that knows what keeps it from syncing: an
+// informer, or a handler's Registration of one.
+type failingSyncer interface {
+	Synced() <-chan struct{}
+	// failureState returns the informer's record of failures, and whether
+	// the informer has synced.
+	failureState() (*syncFailure, bool)
+}
+
+func (s *SharedIndexInformer[T]) failureState() (*syncFailure, bool) { return s.failure, s.HasSynced() }
+
+func (r *Registration[T]) failureState() (*syncFailure, bool) {
+	return r.inf.failure, r.inf.HasSynced()
+}
+
 // isSyncFailure reports whether err, met by a Reflector, is one that
 // retrying is not expected to mend (see ErrSyncFailed). Network errors,
 // timeouts, throttling, server errors, 410s and the ends of a watch are
@@ -116,16 +154,36 @@ func isSyncFailure(err error) bool {
 // they do not know), whatever text the codec's error has.
 var errUndecodable = errors.New("informer: the response cannot be decoded")
 
+// watchDecodingCause is the cause type of the Status of the ERROR event
+// that ends a watch whose stream client-go could not decode, also sent by
+// package wire and for objects that do not convert (undecodableEvent).
+const watchDecodingCause = "ClientWatchDecoding"
+
 // isDecodeError reports an error of decoding a response: package wire's,
-// the scheme's, JSON's, client-go's codecs', or an object of the wrong
-// type.
+// the scheme's, JSON's, client-go's codecs', a watch's that could not
+// decode an event, or an object of the wrong type.
 func isDecodeError(err error) bool {
 	var syntax *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
+	var status apierrors.APIStatus
 	return errors.Is(err, errUndecodable) || errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrTruncated) ||
 		errors.Is(err, ErrUnexpectedObject) ||
 		runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) || runtime.IsMissingVersion(err) ||
-		errors.As(err, &syntax) || errors.As(err, &typeErr)
+		errors.As(err, &syntax) || errors.As(err, &typeErr) ||
+		errors.As(err, &status) && hasCause(status.Status(), watchDecodingCause)
+}
+
+// hasCause reports whether st has a cause of type typ.
+func hasCause(st metav1.Status, typ metav1.CauseType) bool {
+	if st.Details == nil {
+		return false
+	}
+	for _, c := range st.Details.Causes {
+		if c.Type == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // SyncFailure returns, until the informer has synced, a *SyncError with

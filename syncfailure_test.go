@@ -60,6 +60,7 @@ func TestIsSyncFailure(t *testing.T) {
 		{"very short watch", ErrVeryShortWatch, false},
 		{"skipped event", &EventError{Type: watch.Added, Object: &corev1.ConfigMap{}, Err: ErrUnexpectedObject}, false},
 		{"error event with a wrong object", &EventError{Type: watch.Error, Object: &corev1.ConfigMap{}, Err: ErrUnexpectedObject}, true},
+		{"watch event not decoded (client-go's and wire's ERROR event)", apierrors.FromObject(watchDecoding.AsObject(errors.New("bad frame"))), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := isSyncFailure(tc.err); got != tc.want {

@@ -1,106 +1,69 @@
-package informer
+package informer_test
 
 import (
 	"context"
 	"errors"
-	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/informertest"
 )
 
-// WaitForSync returns an informer's sync failure (a Forbidden list) as soon
-// as the informer meets it, though its context never ends, and nil once the
-// informer syncs after the list is allowed.
-func TestInformerWaitForSync(t *testing.T) {
-	cs := fake.NewClientset(factoryPod("a", "p1", "n1"))
-	var allowed atomic.Bool
-	cs.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if allowed.Load() {
-			return false, nil, nil
-		}
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no RBAC"))
+// The package's WaitForCacheSync, as the Factory's, returns as soon as an
+// informer's list is Forbidden, for the informer and for a handler's
+// registration, with an error wrapping ErrNotSynced and the Forbidden
+// cause, rather than wait for its context; a later call waits for the
+// informer to sync once the list is allowed.
+func TestWaitForCacheSyncReportsSyncFailure(t *testing.T) {
+	src := informertest.NewSource(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}})
+	src.SetListError(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no RBAC")))
+	src.SetWatchError(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no RBAC")))
+	inf, err := informer.NewSharedIndexInformer[*corev1.Pod](src, informer.SharedIndexInformerOptions[*corev1.Pod]{
+		Reflector: informer.ReflectorOptions{
+			WatchErrorHandler: func(context.Context, error) {},
+			Backoff:           informer.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		},
 	})
-	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{
-		Backoff:           Backoff{Initial: 10 * time.Millisecond, Max: 20 * time.Millisecond},
-		WatchErrorHandler: func(context.Context, error) {},
-	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(f.Shutdown)
-	inf, err := For[*corev1.Pod](f)
+	reg, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.Pod]{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Start(t.Context())
-	err = inf.WaitForSync(context.Background()) // only the failure can end it
-	var syncErr *SyncError
-	if !apierrors.IsForbidden(err) || !errors.Is(err, ErrSyncFailed) || !errors.As(err, &syncErr) || syncErr.Informer != "v1/pods" {
-		t.Fatalf("WaitForSync = %v, want the Forbidden *SyncError of v1/pods", err)
-	}
-	allowed.Store(true)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	select {
-	case <-inf.Synced():
-	case <-ctx.Done():
-		t.Fatal("the informer did not sync once its list was allowed")
-	}
-	if err := inf.WaitForSync(ctx); err != nil {
-		t.Errorf("WaitForSync after sync = %v, want nil", err)
-	}
-}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
 
-// A context that ends before the informer syncs ends WaitForSync with an
-// error wrapping its cause.
-func TestInformerWaitForSyncContext(t *testing.T) {
-	inf, err := NewSharedIndexInformer[*corev1.Pod](ListWatchFuncs[*corev1.Pod]{}, SharedIndexInformerOptions[*corev1.Pod]{Name: "pods"})
-	if err != nil {
-		t.Fatal(err)
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	err = informer.WaitForCacheSync(wctx, inf, reg)
+	if !apierrors.IsForbidden(err) || !errors.Is(err, informer.ErrNotSynced) || !errors.Is(err, informer.ErrSyncFailed) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitForCacheSync = %v, want ErrNotSynced wrapping the Forbidden *SyncError, before its deadline", err)
 	}
-	ctx, cancel := context.WithCancelCause(t.Context())
-	cause := errors.New("gave up")
-	cancel(cause)
-	if err := inf.WaitForSync(ctx); !errors.Is(err, cause) {
-		t.Errorf("WaitForSync = %v, want it to wrap %v", err, cause)
-	}
-}
 
-// countingTransport counts the requests it carries.
-type countingTransport struct {
-	n  atomic.Int64
-	rt http.RoundTripper
-}
-
-func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return c.rt.RoundTrip(r)
-}
-
-// FactoryOptions.HTTPClient carries the factory's requests: discovery,
-// lists and watches all go through its transport.
-func TestFactoryHTTPClient(t *testing.T) {
-	srv := newFakeAPI(t, podsResource)
-	create(t, srv, factoryPod("a", "p1", "n1"))
-	rt := &countingTransport{rt: http.DefaultTransport}
-	f := newTestFactory(t, srv, FactoryOptions{HTTPClient: &http.Client{Transport: rt}})
-	pods, err := For[*corev1.Pod](f)
-	if err != nil {
-		t.Fatal(err)
+	src.SetListError(nil)
+	src.SetWatchError(nil)
+	for {
+		// The informer may meet the Forbidden error once more before the
+		// source allows it; a wait then ends with it, and the next waits on.
+		err := informer.WaitForCacheSync(wctx, reg)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("WaitForCacheSync once allowed = %v, want the informer to sync", err)
+		}
 	}
-	syncFactory(t, t.Context(), f)
-	if _, err := pods.Lister().ByNamespace("a").Get("p1"); err != nil {
-		t.Fatal(err)
-	}
-	if got, all := rt.n.Load(), int64(len(srv.Requests())); got == 0 || got < all {
-		t.Errorf("the HTTPClient carried %d of the %d requests the server saw", got, all)
+	if !inf.HasSynced() || inf.SyncFailure() != nil {
+		t.Errorf("after the sync: HasSynced %v, SyncFailure %v", inf.HasSynced(), inf.SyncFailure())
 	}
 }

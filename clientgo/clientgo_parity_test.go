@@ -1,11 +1,14 @@
 package clientgo
 
 import (
+	"context"
 	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/typedkube/informer"
@@ -132,5 +135,22 @@ func TestSharedIndexInformerUnstructured(t *testing.T) {
 	}
 	if _, ok, err := inf.GetStore().GetByKey("default/w"); !ok || err != nil {
 		t.Errorf("GetByKey(default/w) = %v, %v", ok, err)
+	}
+}
+
+// ListerWatcher keeps the ShardInfo a server that filtered a list by
+// ShardSelector echoes, with the rest of the list metadata, so that a
+// sharded informer over it knows the server filtered.
+func TestListerWatcherKeepsShardInfo(t *testing.T) {
+	info := &metav1.ShardInfo{Selector: "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"}
+	lw := ListerWatcher[*corev1.Pod](&cache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+		return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "5", ShardInfo: info}, Items: []corev1.Pod{*pod("a", "x", nil)}}, nil
+	}})
+	page, err := lw.List(t.Context(), metav1.ListOptions{ShardSelector: info.Selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.ResourceVersion != "5" || page.ShardInfo == nil || *page.ShardInfo != *info || len(page.Items) != 1 {
+		t.Errorf("page %+v, want resourceVersion 5, the shard info %v and one Pod", page.ListMeta, info)
 	}
 }

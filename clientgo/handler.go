@@ -66,10 +66,7 @@ func (a listerWatcher[T]) List(ctx context.Context, opts metav1.ListOptions) (*i
 	if err != nil {
 		return nil, fmt.Errorf("clientgo: items of %T: %w", list, err)
 	}
-	page := &informer.ListPage[T]{Items: make([]T, len(items))}
-	page.ResourceVersion = lm.GetResourceVersion()
-	page.Continue = lm.GetContinue()
-	page.RemainingItemCount = lm.GetRemainingItemCount()
+	page := &informer.ListPage[T]{Items: make([]T, len(items)), ListMeta: informer.ListMetaOf(lm)}
 	for i, item := range items {
 		t, err := typed[T](item)
 		if err != nil {

@@ -32,6 +32,14 @@ var ErrWrongType = fmt.Errorf("clientgo: object of the wrong type")
 // resource version of the last write: the object's for Add, Update and
 // Delete (none for a Delete by key alone), the given one for Replace and
 // Bookmark. Resync does nothing.
+//
+// A generated lister asserts the type it was generated for: over the cache
+// of a projection (informer.ForProjection, caching a *PodSlim rather than
+// a *corev1.Pod), corev1listers.NewPodLister panics in client-go's type
+// assertion at its first List or Get. Projections and generated listers
+// cannot be combined; read a projection's cache with its informer's
+// Lister, or, from client-go code, with cache.NewGenericLister, which
+// returns runtime.Objects.
 func Indexer[T informer.Object](x *informer.Indexer[T]) cache.Indexer {
 	return &indexer[T]{x: x}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/informertest"
+	"github.com/typedkube/informer/wire"
 )
 
 func pod(ns, name string, lbls map[string]string) *corev1.Pod {
@@ -128,5 +129,33 @@ func TestIndexerAdapter(t *testing.T) {
 	}
 	if keys := a.ListKeys(); !slices.Equal(keys, []string{"a/web"}) {
 		t.Errorf("ListKeys = %v", keys)
+	}
+}
+
+// podNameOnly is a projection of a Pod, for TestGenericListerOverProjection.
+type podNameOnly struct {
+	wire.Meta[podNameOnly]
+}
+
+// Over a projection's cache, which generated listers cannot read (they
+// assert *corev1.Pod), client-go's generic lister works, as Indexer's doc
+// says.
+func TestGenericListerOverProjection(t *testing.T) {
+	x := informer.NewIndexer(informer.MetaNamespaceKeyFunc[*podNameOnly], informer.Indexers[*podNameOnly]{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc[*podNameOnly]})
+	for _, name := range []string{"web", "db"} {
+		p := &podNameOnly{}
+		p.Namespace, p.Name = "a", name
+		if err := x.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lister := cache.NewGenericLister(Indexer(x), corev1.Resource("pods"))
+	objs, err := lister.ByNamespace("a").List(labels.Everything())
+	if err != nil || len(objs) != 2 {
+		t.Fatalf("List = %v, %v; want the two projections", objs, err)
+	}
+	got, err := lister.ByNamespace("a").Get("web")
+	if p, ok := got.(*podNameOnly); err != nil || !ok || p.Name != "web" {
+		t.Errorf("Get(a/web) = %v, %v", got, err)
 	}
 }

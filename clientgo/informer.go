@@ -31,7 +31,9 @@ var ErrForeignRegistration = errors.New("clientgo: registration not made by this
 // A registration can be given back to RemoveEventHandler and to
 // cache.ShutDownEventHandler; one made by another informer is an error
 // wrapping ErrForeignRegistration. Run and RunWithContext run inf; a
-// program may run inf itself instead, but not both.
+// program may run inf itself instead, but not both. On an informer a
+// Factory made, they log a warning and return at once: the factory runs
+// it.
 //
 // What differs from client-go's informer:
 //   - A handler's resync period on an informer made without one is ignored
@@ -181,6 +183,8 @@ func (a *sharedIndexInformer[T]) Run(stopCh <-chan struct{}) {
 
 func (a *sharedIndexInformer[T]) RunWithContext(ctx context.Context) {
 	switch err := a.inf.Run(ctx); {
+	case errors.Is(err, informer.ErrRunByFactory):
+		klog.FromContext(ctx).Info("Warning: the informer's factory runs it (Factory.Start); Run does nothing", "informer", a.inf.Name())
 	case errors.Is(err, informer.ErrStarted):
 		klog.FromContext(ctx).Info("Warning: the informer has already been started; it runs only once", "informer", a.inf.Name())
 	case err != nil && !errors.Is(err, context.Canceled):

@@ -10,11 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/informertest"
+	"github.com/typedkube/informer/internal/fakeapi"
 )
 
 // newAdapted returns the adapter over an informer of src that retries
@@ -189,5 +191,47 @@ func TestSharedIndexInformerLifeCycle(t *testing.T) {
 	}
 	if _, err := inf.AddEventHandler(nil); err == nil {
 		t.Error("AddEventHandler(nil) succeeded")
+	}
+}
+
+// client-go's idiom, SetTransform on a factory's informer before Start,
+// works on ours through the adapter: the transform may edit each object in
+// place, and no other object changes with it (the factory's objects would
+// otherwise share equal label maps).
+func TestSharedIndexInformerSetTransformOnFactoryInformer(t *testing.T) {
+	srv := fakeapi.New(scheme.Scheme, fakeapi.Resource{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), Name: "pods", Namespaced: true, Protobuf: true})
+	defer srv.Close()
+	for _, name := range []string{"web", "db"} {
+		if err := srv.Create(pod("a", name, map[string]string{"app": "same"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := informer.NewFactory(srv.Config(), informer.FactoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Shutdown()
+	pods, err := informer.For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = SharedIndexInformer(pods).SetTransform(func(obj any) (any, error) {
+		p := obj.(*corev1.Pod)
+		p.Labels["name"] = p.Name // in place
+		return p, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.GetIndexer().List() {
+		if p.Labels["name"] != p.Name {
+			t.Errorf("%s has labels %v: another object's transform changed them", p.Name, p.Labels)
+		}
 	}
 }

@@ -7,6 +7,12 @@
 // watches with the API's own errors. It serves watch-list streams, so an
 // informer in its default mode syncs on it as on a real server.
 //
+// Server is an in-memory API server for every kind, one Source per kind,
+// and the source of the informers of the Factory it makes (NewFactory):
+// a controller built on informer.For runs in a unit test unchanged, with
+// the factory's options honoured as over an API server, and the test's
+// writes (Server.Add, Update, Delete) reach its informers.
+//
 // Recorder is an event handler that records every call and lets a test wait
 // for calls without polling; a wait that cannot finish returns, when its
 // context ends, an error saying what it waited for and what it got.

@@ -35,6 +35,14 @@ import (
 // selection is a DELETED event carrying its last selected state, as the API
 // server sends it.
 //
+// Resource versions count as etcd's revisions do: a new Source is at
+// version 1, its first change is version 2, and each later change takes the
+// next integer. A list answers the version of the last change (1 for a
+// Source that has never changed), never "0", as the API server never does:
+// an informer watches from the version its list answered, and a watch from
+// "0" is an unordered replay of the current state, after which an informer
+// cannot tell which versions its cache holds.
+//
 // Objects are copied (DeepCopyObject) on the way in: the test keeps its own.
 // The objects a Source hands out are shared by its readers: never mutate
 // them.
@@ -44,7 +52,7 @@ import (
 // the watch's context ends.
 type Source[T informer.Object] struct {
 	mu        sync.Mutex // guards the fields below
-	rv        int
+	rv        int        // the version of the last change; 1 before the first
 	objs      map[string]T
 	history   []watch.Event // every change, in order; those up to compacted are no longer served
 	compacted int
@@ -54,11 +62,12 @@ type Source[T informer.Object] struct {
 	offline   bool
 	lists     int
 	watches   int
+	newObject func() T // an empty T, for bookmarks; nil for a new *E where T is *E
 }
 
 // NewSource returns a Source holding copies of objs, created in order.
 func NewSource[T informer.Object](objs ...T) *Source[T] {
-	s := &Source[T]{objs: map[string]T{}, watchers: map[*sourceWatch]struct{}{}}
+	s := &Source[T]{rv: 1, objs: map[string]T{}, watchers: map[*sourceWatch]struct{}{}}
 	for _, obj := range objs {
 		if _, err := s.Add(obj); err != nil {
 			panic(err) // a programming error of the test: two objects with one key, or a nil one
@@ -146,7 +155,12 @@ func (s *Source[T]) Bookmark() {
 }
 
 func (s *Source[T]) bookmarkLocked(initialEventsEnd bool) T {
-	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	var obj T
+	if s.newObject != nil {
+		obj = s.newObject()
+	} else {
+		obj = reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	}
 	obj.SetResourceVersion(strconv.Itoa(s.rv))
 	if initialEventsEnd {
 		obj.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
@@ -228,7 +242,8 @@ func (s *Source[T]) Objects() []T {
 	return s.sortedLocked(labels.Everything(), fields.Everything())
 }
 
-// ResourceVersion returns the resource version of the last change.
+// ResourceVersion returns the resource version of the last change, or "1"
+// if there was none.
 func (s *Source[T]) ResourceVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -251,8 +266,14 @@ func (s *Source[T]) Watches() int {
 }
 
 func (s *Source[T]) sortedLocked(ls labels.Selector, fs fields.Selector) []T {
-	out := make([]T, 0, len(s.objs))
-	for _, obj := range s.objs {
+	return sortedMatching(s.objs, ls, fs)
+}
+
+// sortedMatching returns the objects of objs that match ls and fs, sorted
+// by key.
+func sortedMatching[T informer.Object](objs map[string]T, ls labels.Selector, fs fields.Selector) []T {
+	out := make([]T, 0, len(objs))
+	for _, obj := range objs {
 		if matches(obj, ls, fs) {
 			out = append(out, obj)
 		}
@@ -262,9 +283,10 @@ func (s *Source[T]) sortedLocked(ls labels.Selector, fs fields.Selector) []T {
 }
 
 // List serves a list: every matching object at the current resource
-// version, in one page. A list at a resource version older than the
-// history (other than "" and "0") fails with 410 Gone, as the API server's
-// does for an exact match.
+// version, in one page. An exact match (ResourceVersionMatchExact) lists
+// the objects as they were at that resource version, as the API server
+// does; one older than the history fails with 410 Gone, and one newer than
+// the last change with a timeout.
 func (s *Source[T]) List(ctx context.Context, opts metav1.ListOptions) (*informer.ListPage[T], error) {
 	ls, fs, err := selectors(opts)
 	if err != nil {
@@ -282,13 +304,39 @@ func (s *Source[T]) List(ctx context.Context, opts metav1.ListOptions) (*informe
 		return nil, ctx.Err()
 	}
 	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
-		if rv, err := strconv.Atoi(opts.ResourceVersion); err != nil || rv < s.compacted {
+		rv, err := strconv.Atoi(opts.ResourceVersion)
+		switch {
+		case err != nil || rv < s.compacted:
 			return nil, apierrors.NewResourceExpired("informertest: too old resource version " + opts.ResourceVersion)
+		case rv > s.rv:
+			return nil, apierrors.NewTimeoutError("informertest: too large resource version "+opts.ResourceVersion, 1)
+		case rv < s.rv:
+			page := &informer.ListPage[T]{Items: s.stateAtLocked(rv, ls, fs)}
+			page.ResourceVersion = opts.ResourceVersion
+			return page, nil
 		}
 	}
 	page := &informer.ListPage[T]{Items: s.sortedLocked(ls, fs)}
 	page.ResourceVersion = strconv.Itoa(s.rv)
 	return page, nil
+}
+
+// stateAtLocked is the matching objects as they were at resource version
+// rv, sorted by key, replayed from the history.
+func (s *Source[T]) stateAtLocked(rv int, ls labels.Selector, fs fields.Selector) []T {
+	objs := make(map[string]T)
+	for _, ev := range s.history {
+		obj := ev.Object.(T)
+		if v, _ := strconv.Atoi(obj.GetResourceVersion()); v > rv {
+			break
+		}
+		if ev.Type == watch.Deleted {
+			delete(objs, keyOf(obj))
+		} else {
+			objs[keyOf(obj)] = obj
+		}
+	}
+	return sortedMatching(objs, ls, fs)
 }
 
 // Watch serves a watch from opts.ResourceVersion, or, with SendInitialEvents,

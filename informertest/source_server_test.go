@@ -3,6 +3,7 @@ package informertest
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/typedkube/informer"
 )
 
 // TestWatchFromZeroSendsCurrentState: a watch from "" or "0" starts with
@@ -113,5 +116,63 @@ func TestUpdateConflict(t *testing.T) {
 	current.Labels = map[string]string{"v": "3"}
 	if got := must(t)(src.Update(current)); got.Labels["v"] != "3" {
 		t.Errorf("update at the current resource version: labels %v", got.Labels)
+	}
+}
+
+// TestEmptySourceListReadsOwnWrites: an informer in list+watch mode over a
+// Source that is empty when it lists reads its own writes: the wait for a
+// create's resource version returns once the create is in the cache.
+// Regression: the LIST of an empty Source answered resourceVersion "0",
+// which the API server never does; the informer then watched from "0",
+// whose ADDED events are a replay in no order, and the wait lasted until
+// its context ended.
+func TestEmptySourceListReadsOwnWrites(t *testing.T) {
+	src := NewSource[*corev1.Pod]()
+	inf, _, ctx := run(t, src, informer.SharedIndexInformerOptions[*corev1.Pod]{
+		Reflector: informer.ReflectorOptions{WatchList: informer.WatchListOff},
+	})
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"a", "b"} {
+		p := must(t)(src.Add(pod("default", name, nil)))
+		l, err := inf.Lister().AtLeast(wait, p.ResourceVersion)
+		if err != nil {
+			t.Fatalf("create of %s: %v", name, err)
+		}
+		if _, err := l.ByNamespace("default").Get(name); err != nil {
+			t.Fatalf("after waiting for %s: %v", p.ResourceVersion, err)
+		}
+	}
+}
+
+// TestListExactResourceVersion: a list with ResourceVersionMatchExact
+// returns the objects as they were at that version, as the API server's
+// does (it used to return the current ones, with the current version); a
+// version older than the history is 410 Gone, a newer one a timeout.
+func TestListExactResourceVersion(t *testing.T) {
+	src := NewSource(pod("default", "a", map[string]string{"app": "web"}), pod("default", "b", map[string]string{"app": "web"}))
+	at := src.ResourceVersion()
+	must(t)(src.Update(pod("default", "a", map[string]string{"app": "web", "v": "2"})))
+	must(t)(src.Delete(pod("default", "b", nil)))
+	must(t)(src.Add(pod("default", "c", map[string]string{"app": "web"})))
+	must(t)(src.Add(pod("default", "d", nil)))
+	page, err := src.List(context.Background(), metav1.ListOptions{ResourceVersion: at, ResourceVersionMatch: metav1.ResourceVersionMatchExact, LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range page.Items {
+		got = append(got, p.Name+"@"+p.ResourceVersion)
+	}
+	if want := "a@2 b@3"; page.ResourceVersion != at || strings.Join(got, " ") != want {
+		t.Errorf("exact list at %s: %q at %s, want %q at %s", at, got, page.ResourceVersion, want, at)
+	}
+	n, _ := strconv.Atoi(src.ResourceVersion())
+	if _, err := src.List(context.Background(), metav1.ListOptions{ResourceVersion: strconv.Itoa(n + 1), ResourceVersionMatch: metav1.ResourceVersionMatchExact}); !apierrors.IsTimeout(err) {
+		t.Errorf("exact list at a future version: %v, want a timeout", err)
+	}
+	src.Expire()
+	if _, err := src.List(context.Background(), metav1.ListOptions{ResourceVersion: at, ResourceVersionMatch: metav1.ResourceVersionMatchExact}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("exact list before the history: %v, want Expired (410)", err)
 	}
 }

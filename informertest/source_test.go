@@ -82,8 +82,8 @@ func TestSourceWatchListSyncAndChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"OnAdd default/a rv=1 initial", "OnAdd default/b rv=2 initial",
-		"OnUpdate default/a rv=3", "OnDelete default/b rv=4", "OnAdd other/c rv=5",
+		"OnAdd default/a rv=2 initial", "OnAdd default/b rv=3 initial",
+		"OnUpdate default/a rv=4", "OnDelete default/b rv=5", "OnAdd other/c rv=6",
 	}
 	if diff := cmp.Diff(want, summarize(rec.Calls())); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
@@ -134,11 +134,11 @@ func TestSourceErrors(t *testing.T) {
 	if _, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
 		t.Errorf("Watch from 0 after Expire: %v", err)
 	}
-	if _, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "2"}); err != nil {
+	if _, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "3"}); err != nil {
 		t.Errorf("Watch from the version Expire kept: %v", err)
 	}
 	src.DropWatches()
-	if _, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"}); !apierrors.IsResourceExpired(err) {
+	if _, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "2"}); !apierrors.IsResourceExpired(err) {
 		t.Errorf("Watch from before Expire: %v, want Expired (410)", err)
 	}
 }
@@ -198,9 +198,9 @@ func TestSourceSelectorTransitions(t *testing.T) {
 		got = append(got, s)
 	}
 	// Leaving the selection, a is deleted with its last selected state (its
-	// labels at rv 1), stamped with the version of the change (rv 3), as the
+	// labels at rv 2), stamped with the version of the change (rv 4), as the
 	// API server does.
-	want := []string{"ADDED a rv=1", "BOOKMARK true", "DELETED a rv=3", "ADDED b rv=4", "MODIFIED b rv=5"}
+	want := []string{"ADDED a rv=2", "BOOKMARK true", "DELETED a rv=4", "ADDED b rv=5", "MODIFIED b rv=6"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -248,19 +248,19 @@ func TestSourceListErrorReachesInformer(t *testing.T) {
 func TestSourceBookmark(t *testing.T) {
 	src := NewSource(pod("default", "a", nil))
 	ctx := context.Background()
-	with, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "1", AllowWatchBookmarks: true})
+	with, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "2", AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer with.Stop()
-	without, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+	without, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer without.Stop()
 	src.Bookmark()
 	must(t)(src.Add(pod("default", "b", nil)))
-	if ev := <-with.ResultChan(); ev.Type != watch.Bookmark || ev.Object.(*corev1.Pod).ResourceVersion != "1" {
+	if ev := <-with.ResultChan(); ev.Type != watch.Bookmark || ev.Object.(*corev1.Pod).ResourceVersion != "2" {
 		t.Errorf("first event with bookmarks: %v", ev)
 	}
 	if ev := <-without.ResultChan(); ev.Type != watch.Added {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -14,22 +15,23 @@ import (
 )
 
 // Releaser is implemented by a handler that wants to hear when an object
-// leaves this replica's share because its bucket moved to another member
-// (a rebalance), as opposed to OnDelete, which means the object was
-// deleted. When buckets are given up, OnRelease is called once for each
-// object of them the handler was told of (OnAdd or OnUpdate) and not of its
-// deletion, after the last other call for them and before any other member
-// gets them; notifications still queued for those buckets are dropped, and
-// the objects leave the cache at the relist that follows. The exception is
-// a member that could not renew its Lease: it stops delivering before the
-// Lease expires, and its OnRelease calls, made then, may still be running
-// when another member, after the expiry, has taken the objects over. A
-// member that leaves (its Run's context ended) gives every bucket up
-// without OnRelease calls, as does an informer that has stopped; a handler
-// removed gets none after RemoveEventHandler returns but the call in
-// flight. While buckets move, the Member waits for handler calls in
-// flight: a handler must not make informers on its own Member (For,
-// NewInformer), which wait for the move.
+// leaves this replica's share because its bucket moved to another member (a
+// rebalance), as opposed to OnDelete, which means the object was deleted.
+// When buckets are given up, OnRelease is called once for each object of
+// them the handler was told of (OnAdd or OnUpdate) and not of its deletion,
+// after the last other call for them and before any other member gets them;
+// notifications still queued for those buckets are dropped, and the objects
+// leave the cache when the informer watches again, a moment later. The
+// exception is a member past its fencing point (it could not renew its Lease
+// in time, or its process was frozen): no other call starts then, but its
+// OnRelease calls, made when its loop sees it, may run after another member,
+// past the expiry, has taken the objects over (see Member). A member that
+// leaves (its Run's context ended) gives every bucket up without OnRelease
+// calls, as does an informer that has stopped; a handler removed gets none
+// after RemoveEventHandler returns but the call in flight. While buckets
+// move, the Member waits for handler calls in flight: a handler must not
+// make informers on its own Member (For, NewInformer), which wait for the
+// move.
 type Releaser[T informer.Object] interface {
 	OnRelease(obj T)
 }
@@ -37,10 +39,14 @@ type Releaser[T informer.Object] interface {
 // Informer is a SharedIndexInformer that caches and delivers only the
 // objects of the buckets its Member owns. Read its cache with Lister or
 // Informer().GetIndexer(); register handlers with AddEventHandler (a
-// handler registered on Informer() directly sees a rebalance as relist
-// deletions and additions). Objects of buckets gained arrive as
-// OnAdd(obj, true); objects of buckets lost are given to OnRelease, never
-// to OnDelete.
+// handler registered on Informer() directly sees a rebalance as deletions
+// of the objects given up and additions of those taken). Objects of
+// buckets gained arrive as OnAdd(obj, true); objects of buckets lost are
+// given to OnRelease, never to OnDelete; objects of buckets kept get no
+// call: a move lists the buckets gained only, at the resource version the
+// cache has reached, and watches on from there (it relists everything only
+// when it cannot: a version the server no longer has, a QueueDeltaFIFO
+// informer, which does not apply changes in order).
 type Informer[T informer.Object] struct {
 	m   *Member
 	inf *informer.SharedIndexInformer[T]
@@ -90,6 +96,8 @@ func newInformer[T informer.Object](m *Member) *Informer[T] {
 	i := &Informer[T]{m: m, handlers: make(map[*informer.Registration[T]]*handler[T])}
 	i.src = newSource[T](m.opts.Key, m.opts.Buckets, m.ready)
 	i.src.onList = i.listed
+	i.src.outside = i.outside
+	i.src.settled = m.poke
 	i.src.why = m.notJoined
 	empty := newBuckets(m.opts.Buckets)
 	i.active.Store(&empty)
@@ -142,9 +150,10 @@ func (i *Informer[T]) Lister() informer.Lister[T] { return i.inf.Lister() }
 // the cache.
 func (i *Informer[T]) HasSynced() bool { return i.inf.HasSynced() }
 
-// Run runs the underlying informer (not needed for one from For: the
-// factory runs it) until ctx ends. A second Run returns
-// informer.ErrStarted and leaves the first one running as it was.
+// Run runs the underlying informer until ctx ends. A second Run returns
+// informer.ErrStarted and leaves the first one running as it was; on one
+// from For, which the factory runs, Run returns informer.ErrRunByFactory
+// (which wraps ErrStarted) at once.
 func (i *Informer[T]) Run(ctx context.Context) error {
 	err := i.inf.Run(ctx)
 	if !errors.Is(err, informer.ErrStarted) {
@@ -222,9 +231,12 @@ func (i *Informer[T]) setActive(active Buckets) {
 // no longer moves it.
 func (i *Informer[T]) stopped() bool { return i.inf.IsStopped() }
 
+// pending returns the buckets given up that the cache may still hold.
+func (i *Informer[T]) pending() Buckets { return i.src.pending() }
+
 // deactivate stops delivering lost, waits for calls in flight, tells
 // Releasers (if release) that are still registered, of an informer still
-// running, and lists active only.
+// running, and moves the source to active.
 func (i *Informer[T]) deactivate(lost, active Buckets, release bool) {
 	i.active.Store(&active)
 	i.calls.Lock()
@@ -256,8 +268,8 @@ func releaseOne[T informer.Object](r Releaser[T], obj T) {
 	r.OnRelease(obj)
 }
 
-// activate lists active, gained included, and marks gained's objects as
-// initial adds.
+// activate moves the source to active, gained included, and marks
+// gained's objects as initial adds.
 func (i *Informer[T]) activate(gained, active Buckets) {
 	i.mu.Lock()
 	i.src.mu.Lock()
@@ -282,6 +294,24 @@ func (i *Informer[T]) listed(gen uint64, rv string) {
 			g.rv = rv
 		}
 	}
+}
+
+// outside returns the cached objects outside want once the cache has
+// applied every change up to rv (the Reflector has passed on, and so the
+// source knows of, no later one).
+func (i *Informer[T]) outside(ctx context.Context, rv string, want Buckets) ([]T, error) {
+	ctx, cancel := context.WithTimeout(ctx, appliedWait)
+	defer cancel()
+	if err := i.inf.WaitForResourceVersion(ctx, rv); err != nil {
+		return nil, err
+	}
+	var out []T
+	for _, obj := range i.inf.GetIndexer().All() {
+		if !want.HasHash(Hash(field(obj, i.src.key))) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
 }
 
 // initial reports whether obj, added after the first list, is an initial
@@ -313,11 +343,22 @@ type handler[T informer.Object] struct {
 	removed atomic.Bool // set by RemoveEventHandler
 }
 
+// delivers reports whether a notification of an object whose key hashes
+// to h (any, if known is false) is delivered now: its bucket is active and
+// the Member's Lease has not passed its fencing point. The caller holds
+// calls (shared).
+func (w *handler[T]) delivers(h uint64, known bool) bool {
+	if known && !w.i.active.Load().HasHash(h) {
+		return false // given up (released) or never ours
+	}
+	return w.i.m.handling(time.Now())
+}
+
 func (w *handler[T]) OnAdd(obj T, isInInitialList bool) {
 	w.i.calls.RLock()
 	defer w.i.calls.RUnlock()
 	h := Hash(field(obj, w.i.src.key))
-	if !w.i.active.Load().HasHash(h) {
+	if !w.delivers(h, true) {
 		return
 	}
 	if !isInInitialList && w.i.initial(obj, h) {
@@ -332,7 +373,7 @@ func (w *handler[T]) OnAdd(obj T, isInInitialList bool) {
 func (w *handler[T]) OnUpdate(oldObj, newObj T) {
 	w.i.calls.RLock()
 	defer w.i.calls.RUnlock()
-	if !w.i.active.Load().HasHash(Hash(field(newObj, w.i.src.key))) {
+	if !w.delivers(Hash(field(newObj, w.i.src.key)), true) {
 		return
 	}
 	if w.told != nil {
@@ -344,8 +385,13 @@ func (w *handler[T]) OnUpdate(oldObj, newObj T) {
 func (w *handler[T]) OnDelete(d informer.DeletedObject[T]) {
 	w.i.calls.RLock()
 	defer w.i.calls.RUnlock()
-	if !isZero(d.Obj) && !w.i.active.Load().HasHash(Hash(field(d.Obj, w.i.src.key))) {
-		return // given up (released) or never ours
+	known := !isZero(d.Obj)
+	var h uint64
+	if known {
+		h = Hash(field(d.Obj, w.i.src.key))
+	}
+	if !w.delivers(h, known) {
+		return
 	}
 	if w.told != nil && !isZero(d.Obj) {
 		delete(w.told, d.Obj.GetUID())

@@ -262,43 +262,67 @@ func (p *pager) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 	return p.src.Watch(ctx, opts)
 }
 
-// TestMoveDuringPagedList: a move (here a gain) between two pages of one
-// LIST. Every page of it is filtered with the buckets it started with, and
-// it is complete for their generation only, so the informer relists for
-// the new ones. (The pages used to be filtered with the buckets of the
-// moment and the list to count for the new generation: the gained buckets'
-// objects of the first page never reached the cache.)
+// TestMoveDuringPagedList: a move between two pages of one LIST: a gain,
+// a loss, or both. Every page of it is filtered with the buckets it
+// started with, and it is complete for their generation only, so the
+// informer moves to the new ones after it. (The pages used to be filtered
+// with the buckets of the moment and the list to count for the new
+// generation: the gained buckets' objects of the first page never reached
+// the cache.)
 func TestMoveDuringPagedList(t *testing.T) {
-	src := informertest.NewSource(configMaps(100)...)
-	m, err := NewMember(Options{Leases: fake.NewClientset().CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a", LeaseDuration: 2 * time.Second, Buckets: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	half := newBuckets(64)
-	for b := range 32 {
-		half = half.with(b)
-	}
-	all := allBuckets(64)
-	p := &pager{src: src}
-	inf, err := NewInformer[*corev1.ConfigMap](m, p, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{
-		Reflector: informer.ReflectorOptions{PageSize: 30},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inf.setActive(half)                                               // as attach does
-	p.beforeFirstPage = func() { inf.activate(all.Minus(half), all) } // as Member.moveIn does
-	m.readyOnce.Do(func() { close(m.ready) })
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = inf.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(5 * time.Second)
-	for inf.Informer().GetIndexer().Len() != 100 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the informer owns all buckets but caches %d of %d objects after 5s (lists %d, watches %d)",
-				inf.Informer().GetIndexer().Len(), 100, src.Lists(), src.Watches())
+	span := func(from, to int) Buckets {
+		b := newBuckets(64)
+		for i := from; i < to; i++ {
+			b = b.with(i)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return b
+	}
+	for name, c := range map[string]struct{ from, to Buckets }{
+		"gain":          {from: span(0, 32), to: span(0, 64)},
+		"loss":          {from: span(0, 32), to: span(0, 16)},
+		"gain and loss": {from: span(0, 32), to: span(16, 48)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := informertest.NewSource(configMaps(100)...)
+			m, err := NewMember(Options{Leases: fake.NewClientset().CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a", LeaseDuration: 2 * time.Second, Buckets: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &pager{src: src}
+			inf, err := NewInformer[*corev1.ConfigMap](m, p, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{
+				Reflector: informer.ReflectorOptions{PageSize: 30},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inf.setActive(c.from)        // as attach does
+			p.beforeFirstPage = func() { // as Member.move and moveIn do
+				if lost := c.from.Minus(c.to); !lost.Empty() {
+					inf.deactivate(lost, c.from.Minus(lost), true)
+				}
+				if gained := c.to.Minus(c.from); !gained.Empty() {
+					inf.activate(gained, c.to)
+				}
+			}
+			m.readyOnce.Do(func() { close(m.ready) })
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = inf.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			want := 0
+			for _, o := range src.Objects() {
+				if c.to.HasHash(Hash(field(o, KeyUID))) {
+					want++
+				}
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for inf.Informer().GetIndexer().Len() != want || !inf.pending().Empty() {
+				if time.Now().After(deadline) {
+					t.Fatalf("the informer caches %d objects, want %d; buckets given up it may hold %v (lists %d, watches %d)",
+						inf.Informer().GetIndexer().Len(), want, inf.pending(), src.Lists(), src.Watches())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -87,21 +86,50 @@ type Options struct {
 // implement Releaser, then removes the buckets from its Lease. A member that
 // gains buckets writes them to its Lease first, reads every Lease again
 // (a consistent LIST), backs off from any bucket another live member still
-// holds, and only then lists and delivers them. A member that cannot renew
-// its Lease stops delivering everything before its Lease expires in the
-// eyes of others. So, as long as the replicas' clocks agree to within that
-// margin (the larger of RenewInterval and LeaseDuration/5) and no handler
-// call outlasts it, no object is handled by two members at once.
+// holds, and only then lists and delivers them.
+//
+// Fencing: the fencing point is the start of the last successful Lease
+// write plus LeaseDuration minus the margin (the larger of RenewInterval
+// and LeaseDuration/5), before others see the Lease expire. Every handler
+// call (OnAdd, OnUpdate, OnDelete) checks as it starts that the point has
+// not passed, on the monotonic and on the wall clock; none starts after it.
+// Once a call or the member's loop has seen it pass, nothing is delivered,
+// even if a late renewal then succeeds, until the member has given every
+// bucket up (OnRelease) and claimed buckets again (reading every Lease),
+// listing them anew. This holds for a member that cannot write its Lease
+// and for one whose process was frozen (SIGSTOP, a paused VM, starvation)
+// and resumes with notifications queued. So, as long as the replicas'
+// clocks agree to within the margin and no handler call outlasts it, no
+// object is handled by two members at once. The exceptions are the calls
+// already started at the fencing point (one a frozen process was in runs
+// on when it resumes) and the OnRelease calls of the giving up, which
+// tell the handler to let go after the point.
 type Member struct {
 	opts      Options
 	leaseName string
 	fenceAt   time.Duration // since the last renewal, when the member stops handling
+	base      time.Time     // when the Member was made: the origin of validMono
 	leases    *informer.SharedIndexInformer[*coordinationv1.Lease]
 	kick      chan struct{}
 	ready     chan struct{} // closed once the first assignment is in effect
 	readyOnce sync.Once
 	running   atomic.Bool
 	joined    atomic.Bool // a Run has joined: its Leases informer ran
+
+	// The fencing point, the last renewal plus fenceAt, on the monotonic
+	// clock (nanoseconds since base) and on the wall clock (Unix
+	// nanoseconds): past either, no handler call starts. Written by
+	// renewedLocked, read by handling without a lock.
+	validMono, validWall atomic.Int64
+	// lapsed is set by the first look (a handler call's or step's) past
+	// the fencing point: from then on nothing is delivered, even after a
+	// renewal, until step has given every bucket up (so that what was not
+	// delivered is released, then listed again when it is claimed again).
+	lapsed atomic.Bool
+	// beforeStep, if set (by tests, before Run), is called by the loop
+	// before each step: blocking in it freezes the loop as a stopped
+	// process would.
+	beforeStep func()
 
 	attachMu  sync.Mutex // held while informers move; orders attach with moves
 	informers []attached
@@ -132,6 +160,9 @@ type attached interface {
 	// stopped reports whether the informer has stopped: the Member forgets
 	// it at the next move.
 	stopped() bool
+	// pending returns the buckets given up that its cache may still hold:
+	// they are not taken back before they have left it.
+	pending() Buckets
 }
 
 // NewMember checks opts and returns a Member; Run makes it join.
@@ -191,6 +222,7 @@ func NewMember(opts Options) (*Member, error) {
 		opts:      opts,
 		leaseName: name,
 		fenceAt:   opts.LeaseDuration - max(opts.RenewInterval, opts.LeaseDuration/5),
+		base:      time.Now(),
 		kick:      make(chan struct{}, 1),
 		ready:     make(chan struct{}),
 		held:      newBuckets(opts.Buckets),
@@ -325,117 +357,20 @@ func (m *Member) Run(ctx context.Context) error {
 		case <-m.kick:
 		case <-timer.C:
 		}
+		if m.beforeStep != nil {
+			m.beforeStep()
+		}
 		next := m.step(ctx)
 		m.readyOnce.Do(func() { close(m.ready) })
 		timer.Reset(next)
 	}
 }
 
-// join creates the member's Lease, or takes over its own stale one.
-func (m *Member) join(ctx context.Context) error {
-	c := m.opts.Leases.Leases(m.opts.Namespace)
-	now := time.Now()
-	want := m.leaseObject(now, newBuckets(m.opts.Buckets))
-	l, err := c.Create(ctx, want, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		var old *coordinationv1.Lease
-		old, err = c.Get(ctx, m.leaseName, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("shard: join %s: %w", m.leaseName, err)
-		}
-		if old.Spec.HolderIdentity != nil && *old.Spec.HolderIdentity != "" && *old.Spec.HolderIdentity != m.opts.Identity && live(old, now) {
-			return fmt.Errorf("%w: Lease %s/%s held by %q", ErrIdentityInUse, m.opts.Namespace, m.leaseName, *old.Spec.HolderIdentity)
-		}
-		if live(old, now) && heldOf(old, m.opts.Buckets).Len() > 0 {
-			// Our own earlier run, which may still be handling: wait for its
-			// Lease to expire before taking over.
-			return fmt.Errorf("%w: Lease %s/%s of an earlier run is live until %v", ErrIdentityInUse, m.opts.Namespace, m.leaseName, expiry(old))
-		}
-		want.ResourceVersion = old.ResourceVersion
-		l, err = c.Update(ctx, want, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		err = fmt.Errorf("shard: join %s: %w", m.leaseName, err)
-		m.mu.Lock()
-		m.lastErr = err
-		m.mu.Unlock()
-		return err
-	}
-	m.mu.Lock()
-	m.lease = l
-	m.lastRenew = now
-	m.mu.Unlock()
-	return nil
-}
-
-// leaseObject is the member's Lease as of now, publishing held.
-func (m *Member) leaseObject(now time.Time, held Buckets) *coordinationv1.Lease {
-	seconds := int32((m.opts.LeaseDuration + time.Second - 1) / time.Second)
-	t := metav1.NewMicroTime(now)
-	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        m.leaseName,
-			Namespace:   m.opts.Namespace,
-			Labels:      map[string]string{GroupLabel: m.opts.Group},
-			Annotations: map[string]string{HeldAnnotation: held.encode()},
-		},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       &m.opts.Identity,
-			LeaseDurationSeconds: &seconds,
-			AcquireTime:          &t,
-			RenewTime:            &t,
-		},
-	}
-}
-
-// publish writes held and a fresh renew time to the member's Lease.
-func (m *Member) publish(ctx context.Context, held Buckets) error {
-	c := m.opts.Leases.Leases(m.opts.Namespace)
-	now := time.Now()
-	m.mu.Lock()
-	cur := m.lease
-	m.mu.Unlock()
-	want := m.leaseObject(now, held)
-	if cur != nil {
-		want.ResourceVersion = cur.ResourceVersion
-		want.Spec.AcquireTime = cur.Spec.AcquireTime
-	}
-	// A write that hangs must not hold the member past its fencing time.
-	m.mu.Lock()
-	fence := m.lastRenew.Add(m.fenceAt)
-	m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, max(min(m.opts.RenewInterval, time.Until(fence)), 10*time.Millisecond))
-	defer cancel()
-	l, err := c.Update(ctx, want, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		// Someone (an operator, or our own write that timed out) changed
-		// it: write over the latest.
-		var fresh *coordinationv1.Lease
-		if fresh, err = c.Get(ctx, m.leaseName, metav1.GetOptions{}); err == nil {
-			if h := fresh.Spec.HolderIdentity; h != nil && *h != m.opts.Identity && live(fresh, now) {
-				return fmt.Errorf("%w: Lease %s taken by %q", ErrIdentityInUse, m.leaseName, *h)
-			}
-			want.ResourceVersion = fresh.ResourceVersion
-			l, err = c.Update(ctx, want, metav1.UpdateOptions{})
-		} else if apierrors.IsNotFound(err) {
-			want.ResourceVersion = ""
-			l, err = c.Create(ctx, want, metav1.CreateOptions{})
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err != nil {
-		m.lastErr = err
-		return err
-	}
-	m.lease = l
-	m.lastRenew = now
-	m.held = held
-	m.fenced = false
-	return nil
-}
-
-// step renews, fences or rebalances as needed and returns when to look again.
+// step fences, renews or rebalances as needed and returns when to look
+// again. It fences before it renews: a member that was frozen (SIGSTOP, a
+// paused VM, starvation) past its fencing point may have lost its buckets
+// to others, whatever a renewal now says, so it gives them all up and
+// claims them again (claim reads every Lease) before it delivers again.
 func (m *Member) step(ctx context.Context) time.Duration {
 	logger := klog.FromContext(ctx)
 	now := time.Now()
@@ -443,25 +378,33 @@ func (m *Member) step(ctx context.Context) time.Duration {
 	held, active, lastRenew, fenced := m.held, m.active, m.lastRenew, m.fenced
 	m.mu.Unlock()
 
-	if now.Sub(lastRenew) >= m.opts.RenewInterval {
+	if !fenced && !m.handling(now) {
+		logger.Info("Lease not renewed in time: no longer handling any bucket", "lastRenew", lastRenew)
+		m.move(active, newBuckets(m.opts.Buckets), true)
+		active, held, fenced = newBuckets(m.opts.Buckets), newBuckets(m.opts.Buckets), true
+		m.mu.Lock()
+		m.fenced = true
+		m.held = held // what we will publish once we can
+		m.target = newBuckets(m.opts.Buckets)
+		m.lastRebalance = time.Now()
+		m.mu.Unlock()
+		// Nothing is active: deliveries resume with buckets claimed again.
+		m.lapsed.Store(false)
+	}
+	if now.Sub(lastRenew) >= m.opts.RenewInterval || fenced {
 		if err := m.publish(ctx, held); err != nil {
 			logger.V(2).Info("Lease renewal failed", "err", err)
 		} else {
 			lastRenew, fenced = now, false
 		}
 	}
-	if time.Since(lastRenew) >= m.fenceAt {
-		if !fenced {
-			logger.Info("Lease not renewed in time: no longer handling any bucket", "lastRenew", lastRenew)
-			m.move(active, newBuckets(m.opts.Buckets), true)
-			m.mu.Lock()
-			m.fenced = true
-			m.held = newBuckets(m.opts.Buckets) // what we will publish once we can
-			m.target = newBuckets(m.opts.Buckets)
-			m.lastRebalance = time.Now()
-			m.mu.Unlock()
-		}
+	if fenced {
 		return m.opts.RenewInterval / 4
+	}
+	if !m.handling(time.Now()) {
+		// The renewal came too late (it hung past the fencing point):
+		// fence at once.
+		return 0
 	}
 
 	members, othersHeld, nextExpiry := m.view(now)
@@ -481,7 +424,7 @@ func (m *Member) step(ctx context.Context) time.Duration {
 		// publishes again.
 		_ = m.publish(ctx, active.Union(held.Intersect(target)))
 	}
-	if gain := target.Minus(active).Minus(othersHeld); !gain.Empty() {
+	if gain := target.Minus(active).Minus(othersHeld).Minus(m.pending()); !gain.Empty() {
 		gain = m.claim(ctx, active, gain)
 		if !gain.Empty() {
 			active = active.Union(gain)
@@ -494,7 +437,7 @@ func (m *Member) step(ctx context.Context) time.Duration {
 		next = min(m.opts.RenewInterval/4, time.Until(lastRenew.Add(m.fenceAt)))
 	}
 	if !target.Minus(active).Empty() {
-		next = min(next, m.opts.RenewInterval/4) // waiting for others to give buckets up
+		next = min(next, m.opts.RenewInterval/4) // waiting for others, or the informers, to give buckets up
 	}
 	if !nextExpiry.IsZero() {
 		next = min(next, time.Until(nextExpiry)+10*time.Millisecond)
@@ -542,6 +485,21 @@ func (m *Member) move(lost, active Buckets, release bool) {
 		a.deactivate(lost, active, release)
 	}
 	m.setActive(active)
+}
+
+// pending returns the buckets given up that an informer's cache may still
+// hold: taking one back now, its objects would be kept, and no handler
+// told of them again. The informer pokes the loop when they have left.
+func (m *Member) pending() Buckets {
+	m.attachMu.Lock()
+	defer m.attachMu.Unlock()
+	p := newBuckets(m.opts.Buckets)
+	for _, a := range m.informers {
+		if !a.stopped() {
+			p = p.Union(a.pending())
+		}
+	}
+	return p
 }
 
 // forgetStoppedLocked drops the informers that have stopped (an informer
@@ -613,37 +571,6 @@ func (m *Member) leave() {
 	m.target = newBuckets(m.opts.Buckets)
 	m.mu.Unlock()
 	_ = m.opts.Leases.Leases(m.opts.Namespace).Delete(ctx, m.leaseName, metav1.DeleteOptions{Preconditions: pre})
-}
-
-// live reports whether l has a holder and has not expired at now.
-func live(l *coordinationv1.Lease, now time.Time) bool {
-	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-		return false
-	}
-	return now.Before(expiry(l))
-}
-
-// expiry is when l expires: its renew time plus its duration.
-func expiry(l *coordinationv1.Lease) time.Time {
-	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
-		return time.Time{}
-	}
-	return l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
-}
-
-// heldOf is the buckets l's member holds; a Lease with another bucket count
-// or a malformed annotation is taken as holding everything, so that no one
-// takes a bucket it may serve.
-func heldOf(l *coordinationv1.Lease, n int) Buckets {
-	s, ok := l.Annotations[HeldAnnotation]
-	if !ok {
-		return newBuckets(n)
-	}
-	b, err := decodeBuckets(s)
-	if err != nil || b.N() != n {
-		return allBuckets(n)
-	}
-	return b
 }
 
 // MemberStatus is what a Member reports about itself.

@@ -41,17 +41,31 @@ func configMap(i int) *corev1.ConfigMap {
 type log struct {
 	mu    sync.Mutex
 	calls []call
-	busy  map[string]string // key -> replica in a call now
+	busy  map[string]string          // key -> replica in a call now
+	holds map[string]map[string]bool // key -> replicas whose handlers hold it: added, not deleted or released since
 	fails []string
+	// callTime is how long a call takes (a sleep): 50us, so that calls
+	// can overlap. In a synctest bubble it must be 0: time does not move
+	// while a Member waits for the calls lock, so a sleeping call would
+	// never end.
+	callTime time.Duration
 }
 
 type call struct {
 	replica, kind, key string
 	initial            bool
+	echo               bool // an update whose old and new objects have the same resource version
 	start, end         time.Time
+	heldElsewhere      []string // other replicas that held the key when the call started
 }
 
-func newLog() *log { return &log{busy: make(map[string]string)} }
+func (c call) String() string {
+	return fmt.Sprintf("%s %s of %s at %s (held by %v)", c.replica, c.kind, c.key, c.start.Format("15:04:05.000000"), c.heldElsewhere)
+}
+
+func newLog() *log {
+	return &log{busy: make(map[string]string), holds: make(map[string]map[string]bool), callTime: 50 * time.Microsecond}
+}
 
 // handlerFor is the handler of one replica: it records calls and checks
 // that no other replica is in a call for the same key at once.
@@ -65,24 +79,49 @@ type recordingHandler struct {
 }
 
 func (h *recordingHandler) do(kind string, obj *corev1.ConfigMap, initial bool) {
-	key := obj.Namespace + "/" + obj.Name
+	h.record(call{replica: h.replica, kind: kind, key: obj.Namespace + "/" + obj.Name, initial: initial})
+}
+
+// record makes call c, filling in its times and who else held its key.
+func (h *recordingHandler) record(c call) {
+	key, kind := c.key, c.kind
 	l := h.log
 	l.mu.Lock()
 	if other, ok := l.busy[key]; ok && other != h.replica {
 		l.fails = append(l.fails, fmt.Sprintf("%s: %s by %s while %s was in a call", key, kind, h.replica, other))
 	}
 	l.busy[key] = h.replica
+	var elsewhere []string
+	for r := range l.holds[key] {
+		if r != h.replica {
+			elsewhere = append(elsewhere, r)
+		}
+	}
 	l.mu.Unlock()
 	start := time.Now()
-	time.Sleep(50 * time.Microsecond)
+	if l.callTime > 0 {
+		time.Sleep(l.callTime)
+	}
 	l.mu.Lock()
 	delete(l.busy, key)
-	l.calls = append(l.calls, call{replica: h.replica, kind: kind, key: key, initial: initial, start: start, end: time.Now()})
+	if l.holds[key] == nil {
+		l.holds[key] = make(map[string]bool)
+	}
+	switch kind {
+	case "add", "update":
+		l.holds[key][h.replica] = true
+	case "delete", "release":
+		delete(l.holds[key], h.replica)
+	}
+	c.start, c.end, c.heldElsewhere = start, time.Now(), elsewhere
+	l.calls = append(l.calls, c)
 	l.mu.Unlock()
 }
 
 func (h *recordingHandler) OnAdd(obj *corev1.ConfigMap, initial bool) { h.do("add", obj, initial) }
-func (h *recordingHandler) OnUpdate(_, obj *corev1.ConfigMap)         { h.do("update", obj, false) }
+func (h *recordingHandler) OnUpdate(old, obj *corev1.ConfigMap) {
+	h.record(call{replica: h.replica, kind: "update", key: obj.Namespace + "/" + obj.Name, echo: old.ResourceVersion == obj.ResourceVersion})
+}
 func (h *recordingHandler) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
 	h.do("delete", d.Obj, false)
 }
@@ -93,25 +132,53 @@ func (h *recordingHandler) OnRelease(obj *corev1.ConfigMap) { h.do("release", ob
 func (l *log) owners() map[string][]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	has := make(map[string]map[string]bool)
-	for _, c := range l.calls {
-		if has[c.key] == nil {
-			has[c.key] = make(map[string]bool)
-		}
-		switch c.kind {
-		case "add", "update":
-			has[c.key][c.replica] = true
-		case "delete", "release":
-			delete(has[c.key], c.replica)
-		}
-	}
 	out := make(map[string][]string)
-	for k, rs := range has {
+	for k, rs := range l.holds {
 		for r := range rs {
 			out[k] = append(out[k], r)
 		}
 	}
 	return out
+}
+
+// deliveries returns replica's adds, updates and deletes that started at or
+// after since.
+func (l *log) deliveries(replica string, since time.Time) []call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []call
+	for _, c := range l.calls {
+		if c.replica == replica && c.kind != "release" && !c.start.Before(since) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// deliveredWhileHeldElsewhere returns replica's adds, updates and deletes
+// that started at or after since while another replica held the object.
+func (l *log) deliveredWhileHeldElsewhere(replica string, since time.Time) []call {
+	var out []call
+	for _, c := range l.deliveries(replica, since) {
+		if len(c.heldElsewhere) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// count returns how many calls of kind replica got that started at or
+// after since.
+func (l *log) count(replica, kind string, since time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.calls {
+		if c.replica == replica && c.kind == kind && !c.start.Before(since) {
+			n++
+		}
+	}
+	return n
 }
 
 // replica is one member and its sharded informer.
@@ -125,32 +192,25 @@ type replica struct {
 
 func startReplica(t *testing.T, leases *fake.Clientset, src *informertest.Source[*corev1.ConfigMap], l *log, name string, key ...Key) *replica {
 	t.Helper()
-	m, err := NewMember(Options{
+	return runReplica(t, newTestMember(t, leases, name, append(key, KeyUID)[0]), src, l, name)
+}
+
+// newTestMember is the member name of group "cms": Leases of 2s renewed
+// every 200ms, 64 buckets, unless tweak says otherwise.
+func newTestMember(t *testing.T, leases *fake.Clientset, name string, key Key, tweak ...func(*Options)) *Member {
+	t.Helper()
+	o := Options{
 		Leases: leases.CoordinationV1(), Namespace: "leases", Group: "cms", Identity: name,
-		LeaseDuration: 2 * time.Second, RenewInterval: 200 * time.Millisecond, Buckets: 64, Key: append(key, KeyUID)[0],
-	})
+		LeaseDuration: 2 * time.Second, RenewInterval: 200 * time.Millisecond, Buckets: 64, Key: key,
+	}
+	for _, f := range tweak {
+		f(&o)
+	}
+	m, err := NewMember(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf, err := NewInformer[*corev1.ConfigMap](m, src, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := inf.AddEventHandler(l.handlerFor(name)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{name: name, member: m, inf: inf, cancel: cancel, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := m.Run(ctx); err != nil {
-			t.Errorf("%s: Member.Run: %v", name, err)
-		}
-	})
-	wg.Go(func() { _ = inf.Run(ctx) })
-	go func() { wg.Wait(); close(r.done) }()
-	t.Cleanup(r.stop)
-	return r
+	return m
 }
 
 func (r *replica) stop() {
@@ -160,7 +220,7 @@ func (r *replica) stop() {
 
 // converged reports whether the live replicas own every bucket between
 // them, each what Assign gives it, and their caches hold exactly the
-// source's objects of their buckets.
+// source's objects of their buckets, each at its latest version.
 func converged(rs []*replica, src *informertest.Source[*corev1.ConfigMap]) error {
 	var names []string
 	for _, r := range rs {
@@ -180,8 +240,12 @@ func converged(rs []*replica, src *informertest.Source[*corev1.ConfigMap]) error
 		for _, o := range objs {
 			if st.Owned.HasHash(Hash(field(o, r.member.Key()))) {
 				n++
-				if _, ok := r.inf.Informer().GetIndexer().GetByKey(o.Namespace + "/" + o.Name); !ok {
+				cached, ok := r.inf.Informer().GetIndexer().GetByKey(o.Namespace + "/" + o.Name)
+				if !ok {
 					return fmt.Errorf("%s lacks %s", r.name, o.Name)
+				}
+				if cached.ResourceVersion != o.ResourceVersion {
+					return fmt.Errorf("%s caches %s at resource version %s, not %s", r.name, o.Name, cached.ResourceVersion, o.ResourceVersion)
 				}
 			}
 		}

@@ -14,7 +14,8 @@ import (
 
 // DecodeError reports bytes that could not be decoded into a field: Path
 // is the field's path in the projection ("" for the message itself), Err
-// wraps ErrTruncated, ErrMalformed or the error of a type's own Unmarshal.
+// wraps ErrTruncated or ErrMalformed (that of a type's own Unmarshal, such
+// as metav1.Time's or resource.Quantity's, as ErrMalformed).
 type DecodeError struct {
 	Path string
 	Err  error
@@ -52,19 +53,25 @@ func (s *state) message(b []byte, base unsafe.Pointer, x *plan) error {
 		}
 		if o.kind == opMap && o.typ == stringMapType && s.maps != nil && typ == wireBytes {
 			if i, err = s.stringMap(b, i, num, at(base, o.off), o); err != nil {
-				return &DecodeError{Path: o.path, Err: err}
+				return fieldError(o, err)
 			}
 			continue
 		}
 		if i, err = s.field(b, next, typ, at(base, o.off), o); err != nil {
-			var de *DecodeError
-			if errors.As(err, &de) && de.Path != "" {
-				return err
-			}
-			return &DecodeError{Path: o.path, Err: err}
+			return fieldError(o, err)
 		}
 	}
 	return nil
+}
+
+// fieldError is the error err of decoding the field of o: its path is
+// o's name, then the path of the field inside it that err is about.
+func fieldError(o *op, err error) error {
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return &DecodeError{Path: join(o.name, de.Path), Err: de.Err}
+	}
+	return &DecodeError{Path: o.name, Err: err}
 }
 
 // wireOf returns the wire type a value of kind k is encoded with.
@@ -133,14 +140,18 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 		if k := o.typ.Kind(); k == reflect.Slice || k == reflect.Map {
 			emptyIfNil(reflect.NewAt(o.typ, ptr).Elem())
 		}
-		err = asUnmarshaler(o.tab, ptr).Unmarshal(v)
+		if err = asUnmarshaler(o.tab, ptr).Unmarshal(v); err != nil {
+			err = malformed(err)
+		}
 	case opPtrUnmarshal:
 		p := *(*unsafe.Pointer)(ptr)
 		if p == nil {
 			p = unsafe_New(o.elemType)
 			*(*unsafe.Pointer)(ptr) = p
 		}
-		err = asUnmarshaler(o.tab, p).Unmarshal(v)
+		if err = asUnmarshaler(o.tab, p).Unmarshal(v); err != nil {
+			err = malformed(err)
+		}
 	case opMap:
 		err = s.mapEntry(v, ptr, o)
 	default:

@@ -1,10 +1,8 @@
 package wire
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -71,7 +69,18 @@ type Decoder[PP any] struct {
 // NewDecoder checks that P mirrors T, where PP is *P and TP is *T, pointers
 // to structs, and returns a Decoder of T's encodings into P. A field of P
 // that T lacks, or whose type is neither T's nor a projection of it, is a
-// *MismatchError naming the field's path.
+// *MismatchError naming the field's path. A field may also have the
+// predeclared or unnamed type under T's named one (string for
+// corev1.PodPhase, map[corev1.ResourceName]resource.Quantity for
+// corev1.ResourceList), unless T's type has an encoding of its own
+// (metav1.Verbs). A field of a type T inlines in JSON (corev1.Volume's
+// VolumeSource) is declared by its name, as in T, or embedded.
+//
+// A wire.Meta must be embedded, by value, in the struct it names: P embeds
+// a Meta[P], and a nested struct S of P may embed a Meta[S]. Any other
+// Meta (a *Meta, or a Meta[Q] in P, which would make DeepCopyObject copy P
+// as a Q) is a *MismatchError, as are two fields of P that are one field
+// of T on the wire (a Meta beside a metav1.ObjectMeta).
 func NewDecoder[PP, TP any](opts Options) (*Decoder[PP], error) {
 	return newDecoder[PP](reflect.TypeFor[PP](), reflect.TypeFor[TP](), opts)
 }
@@ -82,6 +91,9 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		return nil, &MismatchError{pp.String(), "the projection and the type must be pointers to structs, such as *corev1.Pod"}
 	}
 	p, t := pp.Elem(), tp.Elem()
+	if err := checkMetas(p); err != nil {
+		return nil, err
+	}
 	d := &Decoder[PP]{elem: p, opts: opts, meta: metaOffset(p), objectMeta: objectMetaOffset(p), tname: t.String()}
 	if tp.Implements(unmarshalerType) { // T has a protobuf encoding
 		pl := &planner{plans: map[[2]reflect.Type]*plan{}, opts: &opts}
@@ -102,7 +114,7 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		}
 	}
 	if p != t {
-		sh := &shadower{done: map[[2]reflect.Type]reflect.Type{}}
+		sh := &shadower{done: map[shadowKey]reflect.Type{}}
 		var err error
 		if d.json, err = sh.shadow(p, t, ""); err != nil {
 			return nil, err
@@ -131,8 +143,13 @@ func (d *Decoder[PP]) Protobuf(b []byte) (PP, error) {
 
 // ProtobufInto decodes the bare protobuf message of a T into p, merging as
 // protobuf does: scalars are replaced, repeated fields and maps added to.
+// It panics if p is nil, a programming error, rather than write through it.
 func (d *Decoder[PP]) ProtobufInto(b []byte, p PP) error {
-	return d.into(b, *(*unsafe.Pointer)(unsafe.Pointer(&p)))
+	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&p))
+	if ptr == nil {
+		panic("wire: ProtobufInto a nil " + reflect.PointerTo(d.elem).String())
+	}
+	return d.into(b, ptr)
 }
 
 func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) (err error) {
@@ -161,7 +178,7 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
 		target = reflect.NewAt(d.json, p).Interface()
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, target); err != nil {
-		return zero, &DecodeError{Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+		return zero, &DecodeError{Err: malformed(err)}
 	}
 	// The options the protobuf plan applies as it decodes, applied to the
 	// object's own metadata (not to nested ones, such as a template's).
@@ -230,120 +247,4 @@ func jsonMapFields(p reflect.Type) []uintptr {
 		}
 	}
 	return out
-}
-
-// shadower builds, for a projection P of T, a struct type with P's layout
-// and T's JSON names, so that the JSON decoder fills a P directly.
-type shadower struct {
-	done map[[2]reflect.Type]reflect.Type
-}
-
-var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-
-func (sh *shadower) shadow(p, t reflect.Type, path string) (reflect.Type, error) {
-	if p == t {
-		return p, nil
-	}
-	k := [2]reflect.Type{p, t}
-	if s, ok := sh.done[k]; ok {
-		if s == nil {
-			return nil, &MismatchError{path, "recursive projections are not supported in JSON"}
-		}
-		return s, nil
-	}
-	sh.done[k] = nil
-	var s reflect.Type
-	var err error
-	switch p.Kind() {
-	case reflect.Pointer:
-		if s, err = sh.shadow(p.Elem(), t.Elem(), path); err == nil {
-			s = reflect.PointerTo(s)
-		}
-	case reflect.Slice:
-		if s, err = sh.shadow(p.Elem(), t.Elem(), path); err == nil {
-			s = reflect.SliceOf(s)
-		}
-	case reflect.Struct:
-		if reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
-			// Its JSON is not one member per field (intstr.IntOrString is
-			// a number or a string): only the type itself can read it.
-			err = &MismatchError{path, fmt.Sprintf("%s decodes its own JSON: keep its type, not a projection of it", t)}
-		} else {
-			s, err = sh.structOf(p, t, path)
-		}
-	default:
-		err = &MismatchError{path, fmt.Sprintf("type %s is neither %s nor a projection of it", p, t)}
-	}
-	if err != nil {
-		return nil, err
-	}
-	sh.done[k] = s
-	return s, nil
-}
-
-func (sh *shadower) structOf(p, t reflect.Type, path string) (reflect.Type, error) {
-	fields := make([]reflect.StructField, 0, p.NumField())
-	for i := range p.NumField() {
-		pf := p.Field(i)
-		fpath := join(path, pf.Name)
-		var tf reflect.StructField
-		var ok bool
-		if reflect.PointerTo(pf.Type).Implements(metaMarkerType) {
-			tf, ok = metaField(t)
-		} else {
-			tf, ok = t.FieldByName(pf.Name)
-		}
-		if !ok {
-			return nil, &MismatchError{fpath, t.String() + " has no such field"}
-		}
-		name, inline := jsonName(tf)
-		if inline && pf.Type == typeMetaType {
-			// Embedded TypeMeta: its two fields at the top level.
-			fields = append(fields,
-				reflect.StructField{Name: "Kind", Type: reflect.TypeFor[string](), Tag: `json:"kind,omitempty"`},
-				reflect.StructField{Name: "APIVersion", Type: reflect.TypeFor[string](), Tag: `json:"apiVersion,omitempty"`})
-			continue
-		}
-		if inline {
-			return nil, &MismatchError{fpath, "inlined JSON fields other than TypeMeta are not supported"}
-		}
-		ft, err := sh.shadow(pf.Type, tf.Type, fpath)
-		if err != nil {
-			return nil, err
-		}
-		fields = append(fields, reflect.StructField{Name: pf.Name, Type: ft, Tag: reflect.StructTag(`json:"` + name + `"`)})
-	}
-	s := reflect.StructOf(fields)
-	if s.Size() != p.Size() {
-		return nil, &MismatchError{path, "internal: JSON shadow layout differs"}
-	}
-	for i, j := 0, 0; i < p.NumField(); i, j = i+1, j+1 {
-		if p.Field(i).Type == typeMetaType && s.Field(j).Name == "Kind" {
-			j++
-			continue
-		}
-		if s.Field(j).Offset != p.Field(i).Offset {
-			return nil, &MismatchError{join(path, p.Field(i).Name), "internal: JSON shadow layout differs"}
-		}
-	}
-	return s, nil
-}
-
-// jsonName returns the JSON name of f and whether it is inlined.
-func jsonName(f reflect.StructField) (string, bool) {
-	tag := f.Tag.Get("json")
-	name, _, _ := strings.Cut(tag, ",")
-	if tag == "-" {
-		return "-", false
-	}
-	if name == "" && f.Anonymous {
-		return "", true
-	}
-	if strings.Contains(tag, ",inline") {
-		return "", true
-	}
-	if name == "" {
-		name = f.Name
-	}
-	return name, false
 }

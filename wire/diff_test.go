@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -120,7 +121,7 @@ func project(dst, src reflect.Value) {
 	case reflect.Struct:
 		for i := range dst.NumField() {
 			f := dst.Type().Field(i)
-			if reflect.PointerTo(f.Type).Implements(metaMarkerType) {
+			if f.Anonymous && f.Type.PkgPath() == reflect.TypeFor[Meta[struct{}]]().PkgPath() && strings.HasPrefix(f.Type.Name(), "Meta[") {
 				m, _ := metaField(src.Type())
 				project(dst.Field(i), src.FieldByIndex(m.Index))
 				continue
@@ -142,7 +143,9 @@ func project(dst, src reflect.Value) {
 			project(dst.Index(i), src.Index(i))
 		}
 	default:
-		panic("project: " + dst.Type().String())
+		// A map or a scalar of another name (corev1.ResourceList as a
+		// map[corev1.ResourceName]resource.Quantity).
+		dst.Set(src.Convert(dst.Type()))
 	}
 }
 

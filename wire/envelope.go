@@ -24,43 +24,74 @@ func Unwrap(b []byte) (kind, raw []byte, err error) {
 	if !IsProtobuf(b) {
 		return nil, nil, fmt.Errorf("%w: no protobuf magic prefix", ErrMalformed)
 	}
+	if len(b) == len(protobufMagic) {
+		return nil, nil, fmt.Errorf("%w: empty body", ErrMalformed) // as client-go says
+	}
 	err = fields(b[len(protobufMagic):], func(num int32, typ int, v []byte) error {
-		if typ != wireBytes {
+		if num > 4 { // not a field of runtime.Unknown
 			return nil
 		}
+		if err := wantBytes(num, typ); err != nil {
+			return err
+		}
 		switch num {
-		case 1: // typeMeta {apiVersion=1, kind=2}
-			return fields(v, func(num int32, typ int, v []byte) error {
-				if num == 2 && typ == wireBytes {
-					kind = v
-				}
-				return nil
-			})
+		case 1:
+			var err error
+			kind, err = typeMetaKind(v)
+			return err
 		case 2:
 			raw = v
 		}
 		return nil
 	})
-	return kind, raw, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return kind, raw, nil
+}
+
+// typeMetaKind returns the kind in the runtime.TypeMeta b, {apiVersion=1,
+// kind=2}.
+func typeMetaKind(b []byte) (kind []byte, err error) {
+	err = fields(b, func(num int32, typ int, v []byte) error {
+		if num > 2 {
+			return nil
+		}
+		if num == 2 {
+			kind = v
+		}
+		return wantBytes(num, typ)
+	})
+	return kind, err
 }
 
 // ListItems reads the protobuf body of a LIST response: it returns the
 // list's metadata and calls each with the bare message of every item, in
-// order. The item bytes alias body.
+// order. The item bytes alias body. An error of each is returned as it
+// is; every other wraps ErrTruncated or ErrMalformed, a body without a
+// list in its envelope included (which client-go's decoder would read as
+// an empty list, and the API server never sends).
 func ListItems(body []byte, each func(item []byte) error) (metav1.ListMeta, error) {
 	var lm metav1.ListMeta
 	_, raw, err := Unwrap(body)
 	if err != nil {
 		return lm, err
 	}
+	if raw == nil {
+		return lm, fmt.Errorf("%w: no list in the envelope", ErrMalformed)
+	}
 	err = fields(raw, func(num int32, typ int, v []byte) error {
-		switch {
-		case num == 1 && typ == wireBytes:
-			if err := lm.Unmarshal(v); err != nil {
-				return &DecodeError{Path: "metadata", Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
-			}
-		case num == 2 && typ == wireBytes:
+		if num > 2 {
+			return nil
+		}
+		if err := wantBytes(num, typ); err != nil {
+			return err
+		}
+		if num == 2 {
 			return each(v)
+		}
+		if err := lm.Unmarshal(v); err != nil {
+			return &DecodeError{Path: "metadata", Err: malformed(err)}
 		}
 		return nil
 	})
@@ -83,11 +114,14 @@ func PeekProtobufMeta(obj []byte) (ObjectRef, error) {
 		if err != nil {
 			return ref, err
 		}
-		if num != 1 || typ != wireBytes {
+		if num != 1 {
 			if i, err = skip(obj, next, typ); err != nil {
 				return ref, err
 			}
 			continue
+		}
+		if err := wantBytes(num, typ); err != nil {
+			return ref, err
 		}
 		start, end, err := lengthDelimited(obj, next)
 		if err != nil {
@@ -99,11 +133,14 @@ func PeekProtobufMeta(obj []byte) (ObjectRef, error) {
 			if err != nil {
 				return ref, err
 			}
-			if typ != wireBytes || (num != 1 && num != 3 && num != 6) {
+			if num != 1 && num != 3 && num != 6 {
 				if j, err = skip(meta, next, typ); err != nil {
 					return ref, err
 				}
 				continue
+			}
+			if err := wantBytes(num, typ); err != nil {
+				return ref, err
 			}
 			s, e, err := lengthDelimited(meta, next)
 			if err != nil {
@@ -161,21 +198,23 @@ func (f *FrameReader) Next() (eventType string, object []byte, err error) {
 	}
 	var typ []byte
 	err = fields(f.buf, func(num int32, wt int, v []byte) error {
-		if wt != wireBytes {
+		if num > 2 {
 			return nil
 		}
-		switch num {
-		case 1:
-			typ = v
-		case 2: // RawExtension {raw=1}
-			return fields(v, func(num int32, wt int, v []byte) error {
-				if num == 1 && wt == wireBytes {
-					object = v
-				}
-				return nil
-			})
+		if err := wantBytes(num, wt); err != nil {
+			return err
 		}
-		return nil
+		if num == 1 {
+			typ = v
+			return nil
+		}
+		return fields(v, func(num int32, wt int, v []byte) error { // RawExtension {raw=1}
+			if num != 1 {
+				return nil
+			}
+			object = v
+			return wantBytes(num, wt)
+		})
 	})
 	if err != nil {
 		return "", nil, err

@@ -1,18 +1,95 @@
 package wire
 
 import (
-	"errors"
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
 )
 
-// FuzzDecodeProtobuf decodes arbitrary bytes as a Pod and as a projection:
-// never a panic; an error wraps ErrTruncated or ErrMalformed (or is a
-// type's own Unmarshal error, in a DecodeError); and whenever both the
-// generated decoder and ours accept the bytes, they agree.
+// podDecoders are the decoders of a Pod the fuzz targets check: the full
+// Pod, podSlim, and podVolumesSlim (an inlined type's field, an unnamed map
+// for a ResourceList, a string for a PodPhase).
+type podDecoders struct {
+	full *Decoder[*corev1.Pod]
+	slim *Decoder[*podSlim]
+	vols *Decoder[*podVolumesSlim]
+}
+
+func newPodDecoders(t testing.TB) podDecoders {
+	t.Helper()
+	var d podDecoders
+	var err error
+	if d.full, err = NewDecoder[*corev1.Pod, *corev1.Pod](Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if d.slim, err = NewDecoder[*podSlim, *corev1.Pod](Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if d.vols, err = NewDecoder[*podVolumesSlim, *corev1.Pod](Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// podDecoded is what podDecoders made of some bytes.
+type podDecoded struct {
+	full               *corev1.Pod
+	slim               *podSlim
+	vols               *podVolumesSlim
+	err, slimErr, vErr error
+}
+
+// decode decodes b, protobuf or JSON, with each decoder; every error must
+// be a decoding error (see checkDecodeError).
+func (d podDecoders) decode(t *testing.T, b []byte, json bool) podDecoded {
+	t.Helper()
+	var o podDecoded
+	if json {
+		o.full, o.err = d.full.JSON(b)
+		o.slim, o.slimErr = d.slim.JSON(b)
+		o.vols, o.vErr = d.vols.JSON(b)
+	} else {
+		o.full, o.err = d.full.Protobuf(b)
+		o.slim, o.slimErr = d.slim.Protobuf(b)
+		o.vols, o.vErr = d.vols.Protobuf(b)
+	}
+	checkDecodeError(t, "the full Pod", o.err)
+	checkDecodeError(t, "podSlim", o.slimErr)
+	checkDecodeError(t, "podVolumesSlim", o.vErr)
+	return o
+}
+
+// compare checks that o is want, which client-go decoded, and its
+// projections.
+func (o podDecoded) compare(t *testing.T, want *corev1.Pod) {
+	t.Helper()
+	if o.err != nil || o.slimErr != nil || o.vErr != nil {
+		t.Fatalf("client-go's decoder accepts the bytes, ours do not: %v, %v, %v", o.err, o.slimErr, o.vErr)
+	}
+	if d := cmp.Diff(want, o.full); d != "" {
+		t.Fatalf("full decode differs from client-go's (-want +got):\n%s", d)
+	}
+	wantSlim := &podSlim{}
+	project(reflectValue(wantSlim), reflectValue(want))
+	if d := cmp.Diff(wantSlim, o.slim); d != "" {
+		t.Fatalf("podSlim differs (-want +got):\n%s", d)
+	}
+	wantVols := &podVolumesSlim{}
+	project(reflectValue(wantVols), reflectValue(want))
+	if d := cmp.Diff(wantVols, o.vols); d != "" {
+		t.Fatalf("podVolumesSlim differs (-want +got):\n%s", d)
+	}
+}
+
+// FuzzDecodeProtobuf decodes arbitrary bytes as a Pod and as projections:
+// never a panic; every error of Protobuf, ProtobufInto and PeekProtobufMeta
+// wraps ErrTruncated or ErrMalformed (a field type's own Unmarshal error
+// included) and neither io.EOF nor io.ErrUnexpectedEOF; and whenever the
+// generated decoder accepts the bytes, ours do, and they agree.
 func FuzzDecodeProtobuf(f *testing.F) {
 	for i := range 4 {
 		b, err := benchPod(i).Marshal()
@@ -32,48 +109,65 @@ func FuzzDecodeProtobuf(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	full, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
-	if err != nil {
-		f.Fatal(err)
+	for _, b := range badPods(f) {
+		f.Add(b)
 	}
-	slim, err := NewDecoder[*podSlim, *corev1.Pod](Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	d := newPodDecoders(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := full.Protobuf(b)
-		var de *DecodeError
-		if err != nil && !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrMalformed) && !errors.As(err, &de) {
-			t.Fatalf("error %v is not a decoding error", err)
-		}
-		gotSlim, slimErr := slim.Protobuf(b)
+		got := d.decode(t, b, false)
+		checkDecodeError(t, "ProtobufInto", d.full.ProtobufInto(b, &corev1.Pod{}))
+		_, err := PeekProtobufMeta(b)
+		checkDecodeError(t, "PeekProtobufMeta", err)
 		want := &corev1.Pod{}
-		if want.Unmarshal(b) != nil || err != nil {
+		if want.Unmarshal(b) != nil {
 			return
 		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Fatalf("full decode differs from the generated one (-want +got):\n%s", d)
-		}
+		got.compare(t, want)
 		// Again: the maps of this decode now come from the sharing table,
 		// and the first decode's objects must be unchanged by it.
-		again, err := full.Protobuf(b)
+		again, err := d.full.Protobuf(b)
 		if err != nil {
 			t.Fatalf("a second decode failed: %v", err)
 		}
 		if d := cmp.Diff(want, again); d != "" {
 			t.Fatalf("a second decode differs (-want +got):\n%s", d)
 		}
-		if d := cmp.Diff(want, got); d != "" {
+		if d := cmp.Diff(want, got.full); d != "" {
 			t.Fatalf("the first decode changed after the second (-want +got):\n%s", d)
 		}
-		if slimErr != nil {
-			t.Fatalf("the full decode succeeded, the projection failed: %v", slimErr)
+	})
+}
+
+// FuzzDecodeJSON decodes arbitrary bytes as the JSON of a Pod and of
+// projections: never a panic; every error wraps ErrMalformed; and whenever
+// sigs.k8s.io/json, client-go's decoder, accepts the bytes, ours do, and
+// they agree.
+func FuzzDecodeJSON(f *testing.F) {
+	fl := filler(5)
+	for i := range 12 {
+		p := benchPod(i)
+		p.ManagedFields = nil // its FieldsV1 is not JSON
+		if i >= 4 {
+			p = &corev1.Pod{}
+			fl.Fill(p)
 		}
-		wantSlim := &podSlim{}
-		project(reflectValue(wantSlim), reflectValue(want))
-		if d := cmp.Diff(wantSlim, gotSlim); d != "" {
-			t.Fatalf("projection differs (-want +got):\n%s", d)
+		b, err := json.Marshal(p)
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"spec":{"volumes":[{"name":"v","hostPath":{"path":"/"},"configMap":null}]}}`))
+	f.Add([]byte(`{"spec":{"containers":[{"resources":{"limits":{"cpu":"1x0m"}}}]}}`))
+	f.Add([]byte(`{"metadata":{]}`))
+	d := newPodDecoders(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := d.decode(t, b, true)
+		want := &corev1.Pod{}
+		if sigsjson.UnmarshalCaseSensitivePreserveInts(b, want) != nil {
+			return
+		}
+		got.compare(t, want)
 	})
 }
 

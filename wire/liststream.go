@@ -18,7 +18,8 @@ const MaxItem = MaxFrame
 // item is read into a buffer that the next item reuses, and handed to
 // each, which must not keep it. Errors reading r are returned as they
 // are (a connection cut mid-body is io.ErrUnexpectedEOF, not a decoding
-// error); bytes that are not such a body are ErrMalformed.
+// error), and so are errors of each; bytes that are not such a body wrap
+// ErrMalformed, as for ListItems.
 func ListItemsFrom(r *bufio.Reader, each func(item []byte) error) (metav1.ListMeta, error) {
 	var lm metav1.ListMeta
 	magic := make([]byte, len(protobufMagic))
@@ -39,7 +40,26 @@ func ListItemsFrom(r *bufio.Reader, each func(item []byte) error) (metav1.ListMe
 		if err != nil {
 			return lm, err
 		}
-		if num != 2 || typ != wireBytes {
+		if num <= 4 { // a field of runtime.Unknown: all are length-delimited
+			if err := wantBytes(num, typ); err != nil {
+				return lm, err
+			}
+		}
+		if num == 1 { // the TypeMeta, read as Unwrap reads it
+			n, err := s.length()
+			if err != nil {
+				return lm, err
+			}
+			b, err := s.read(n)
+			if err != nil {
+				return lm, err
+			}
+			if _, err := typeMetaKind(b); err != nil {
+				return lm, err
+			}
+			continue
+		}
+		if num != 2 {
 			if err := s.skip(typ); err != nil {
 				return lm, err
 			}
@@ -59,6 +79,9 @@ func ListItemsFrom(r *bufio.Reader, each func(item []byte) error) (metav1.ListMe
 		sawList = true
 	}
 	if !sawList {
+		if s.n == 0 {
+			return lm, fmt.Errorf("%w: empty body", ErrMalformed) // as client-go says
+		}
 		return lm, fmt.Errorf("%w: no list in the envelope", ErrMalformed)
 	}
 	return lm, nil
@@ -186,11 +209,14 @@ func (s *stream) list(n int64, lm *metav1.ListMeta, each func(item []byte) error
 		if err != nil {
 			return unexpected(err)
 		}
-		if typ != wireBytes || (num != 1 && num != 2) {
+		if num != 1 && num != 2 {
 			if err := s.skip(typ); err != nil {
 				return err
 			}
 			continue
+		}
+		if err := wantBytes(num, typ); err != nil {
+			return err
 		}
 		m, err := s.length()
 		if err != nil {
@@ -205,7 +231,7 @@ func (s *stream) list(n int64, lm *metav1.ListMeta, each func(item []byte) error
 		}
 		if num == 1 {
 			if err := lm.Unmarshal(b); err != nil {
-				return &DecodeError{Path: "metadata", Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+				return &DecodeError{Path: "metadata", Err: malformed(err)}
 			}
 			continue
 		}

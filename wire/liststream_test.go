@@ -89,18 +89,55 @@ func TestListItemsFrom(t *testing.T) {
 	}
 }
 
-// FuzzListItemsFrom: never a panic, and whenever both readers accept the
-// bytes, they read the same list.
+// FuzzListItemsFrom: never a panic; every error wraps ErrTruncated or
+// ErrMalformed (ListItemsFrom's reader ending mid-body aside, which is
+// io.ErrUnexpectedEOF); whenever both readers accept the bytes, they read
+// the same list, and so does client-go's decoder, unless an item's own
+// bytes are bad (which the caller's decoding of the item reports).
 func FuzzListItemsFrom(f *testing.F) {
 	f.Add(listBody(f, 0))
 	f.Add(listBody(f, 3))
+	f.Add([]byte("k8s\x00"))
+	f.Add(listOf(f, limitedPod(f), limitedPod(f)))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		a, b, lma, lmb, ea, eb := collect(body)
+		checkDecodeError(t, "ListItems", ea)
+		if !errors.Is(eb, io.ErrUnexpectedEOF) {
+			checkDecodeError(t, "ListItemsFrom", eb)
+		}
 		if ea != nil || eb != nil {
 			return
 		}
 		if !cmp.Equal(a, b) || !cmp.Equal(lma, lmb) {
 			t.Fatalf("the readers differ: %d items %+v, %d items %+v", len(a), lma, len(b), lmb)
+		}
+		var u runtime.Unknown
+		if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+			t.Fatalf("the readers accept an envelope the generated decoder refuses: %v", err)
+		}
+		if (u.Kind != "" && u.Kind != "PodList") || (u.APIVersion != "" && u.APIVersion != "v1") {
+			return // client-go decodes the kind the envelope names; the readers' caller knows what it asked for
+		}
+		want, _, err := clientGoList(body)
+		if err != nil {
+			for _, item := range a {
+				if new(corev1.Pod).Unmarshal(item) != nil {
+					return
+				}
+			}
+			t.Fatalf("client-go's decoder refuses a list the readers accept: %v", err)
+		}
+		if !cmp.Equal(lma, want.ListMeta) || len(a) != len(want.Items) {
+			t.Fatalf("the readers read %d items and %+v, client-go %d and %+v", len(a), lma, len(want.Items), want.ListMeta)
+		}
+		for i, item := range a {
+			got := &corev1.Pod{}
+			if err := got.Unmarshal(item); err != nil {
+				t.Fatalf("item %d: %v, which client-go's decoder accepts", i, err)
+			}
+			if d := cmp.Diff(&want.Items[i], got); d != "" {
+				t.Fatalf("item %d differs from client-go's (-client-go +ours):\n%s", i, d)
+			}
 		}
 	})
 }

@@ -40,10 +40,26 @@ type Meta[P any] struct {
 	Finalizers                 []string
 }
 
-// metaMarker is implemented by every Meta.
-type metaMarker interface{ wireMeta() }
+// metaMarker is implemented by every *Meta, and by a pointer to any struct
+// that embeds one: wireMeta returns the Meta's own type and its type
+// parameter.
+type metaMarker interface {
+	wireMeta() (self, param reflect.Type)
+}
 
-func (*Meta[P]) wireMeta() {}
+func (*Meta[P]) wireMeta() (self, param reflect.Type) {
+	return reflect.TypeFor[Meta[P]](), reflect.TypeFor[P]()
+}
+
+// metaParam reports whether t is a Meta (not a struct that embeds one) and
+// returns its type parameter.
+func metaParam(t reflect.Type) (reflect.Type, bool) {
+	if t.Kind() != reflect.Struct || !reflect.PointerTo(t).Implements(metaMarkerType) {
+		return nil, false
+	}
+	self, param := reflect.New(t).Interface().(metaMarker).wireMeta()
+	return param, self == t
+}
 
 var _ metav1.Object = (*Meta[struct{}])(nil)
 
@@ -83,7 +99,9 @@ func (m *Meta[P]) GetObjectKind() schema.ObjectKind              { return schema
 
 // DeepCopyObject returns a deep copy of the P this Meta is embedded in.
 // It panics if the Meta is not a field of a P, which is a programming
-// error (a Meta[P] used outside P).
+// error (a Meta[P] used outside P). NewDecoder refuses a projection that
+// embeds a Meta[Q] in any struct but Q, so the objects a Decoder makes
+// are always safe to copy.
 func (m *Meta[P]) DeepCopyObject() runtime.Object {
 	off := metaOffset(reflect.TypeFor[P]())
 	if off < 0 {
@@ -111,8 +129,8 @@ func DeepCopy[P any](p *P) *P {
 
 var metaOffsets sync.Map // reflect.Type -> int (-1: none)
 
-// metaOffset returns the offset of the top-level Meta field of the struct
-// type p, or -1.
+// metaOffset returns the offset of the Meta[p] embedded in the struct type
+// p, or -1.
 func metaOffset(p reflect.Type) int {
 	if v, ok := metaOffsets.Load(p); ok {
 		return v.(int)
@@ -120,10 +138,11 @@ func metaOffset(p reflect.Type) int {
 	off := -1
 	if p.Kind() == reflect.Struct {
 		for i := range p.NumField() {
-			f := p.Field(i)
-			if reflect.PointerTo(f.Type).Implements(metaMarkerType) && f.Type.Kind() == reflect.Struct {
-				off = int(f.Offset)
-				break
+			if f := p.Field(i); f.Anonymous {
+				if param, ok := metaParam(f.Type); ok && param == p {
+					off = int(f.Offset)
+					break
+				}
 			}
 		}
 	}

@@ -30,7 +30,8 @@ type op struct {
 	kind  opKind
 	num   int32
 	off   uintptr
-	path  string       // the field's path in P, for errors
+	path  string       // the field's path in P, for errors making the plan
+	name  string       // the field's name in P, for decoding errors: plans are shared by fields of one pair of types
 	typ   reflect.Type // the field's type in P
 	elem  *op          // opRepeated: the element; opMap: the value
 	key   *op          // opMap: the key
@@ -104,10 +105,7 @@ func (pl *planner) build(p, t reflect.Type, path string) (*plan, error) {
 	for i := range p.NumField() {
 		pf := p.Field(i)
 		fpath := join(path, pf.Name)
-		if pf.Type.Implements(metaMarkerType) || reflect.PointerTo(pf.Type).Implements(metaMarkerType) {
-			if !pf.Anonymous {
-				return nil, &MismatchError{fpath, "a wire.Meta must be embedded"}
-			}
+		if _, ok := metaParam(pf.Type); ok { // embedded, a Meta[p]: see checkMetas
 			tf, ok := metaField(t)
 			if !ok {
 				return nil, &MismatchError{fpath, t.String() + " has no metav1.ObjectMeta field"}
@@ -120,7 +118,9 @@ func (pl *planner) build(p, t reflect.Type, path string) (*plan, error) {
 			if err != nil {
 				return nil, err
 			}
-			x.set(num, &op{kind: opMessage, num: num, off: pf.Offset, path: fpath, typ: pf.Type, plan: sub})
+			if err := x.set(num, &op{kind: opMessage, num: num, off: pf.Offset, path: fpath, name: pf.Name, typ: pf.Type, plan: sub}); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if !pf.IsExported() {
@@ -147,7 +147,7 @@ func (pl *planner) build(p, t reflect.Type, path string) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		o.num, o.off = num, pf.Offset
+		o.num, o.off, o.name = num, pf.Offset, pf.Name
 		if t == objectMetaType {
 			switch pf.Name {
 			case "Name", "GenerateName", "UID", "ResourceVersion", "SelfLink":
@@ -159,22 +159,37 @@ func (pl *planner) build(p, t reflect.Type, path string) (*plan, error) {
 				continue
 			}
 		}
-		x.set(num, o)
+		if err := x.set(num, o); err != nil {
+			return nil, err
+		}
 	}
 	return x, nil
 }
 
-func (x *plan) set(num int32, o *op) {
+// set makes o the op of field num, which no other field of P may decode
+// (a Meta beside a metav1.ObjectMeta would leave one of them empty).
+func (x *plan) set(num int32, o *op) error {
 	for int(num) >= len(x.byNum) {
 		x.byNum = append(x.byNum, nil)
 	}
+	if prev := x.byNum[num]; prev != nil {
+		return &MismatchError{o.path, fmt.Sprintf("the same field on the wire (%d) as %s: keep one of them", num, prev.path)}
+	}
 	x.byNum[num] = o
+	return nil
 }
 
 // field returns the op decoding a value of T's type t into P's type p.
 func (pl *planner) field(p, t reflect.Type, path string) (*op, error) {
 	if p == t {
 		return pl.same(t, path)
+	}
+	if protobufOwn(t) {
+		return nil, &MismatchError{path, t.String() + " has its own encoding and cannot be projected: use its type"}
+	}
+	if plain(p, t) {
+		// The same values and the same encoding, under another name.
+		return pl.same(p, path)
 	}
 	switch {
 	case p.Kind() == reflect.Struct && t.Kind() == reflect.Struct:
@@ -205,7 +220,35 @@ func (pl *planner) field(p, t reflect.Type, path string) (*op, error) {
 		}
 		return &op{kind: opRepeated, path: path, typ: p, elem: e, size: p.Elem().Size()}, nil
 	}
-	return nil, &MismatchError{path, fmt.Sprintf("type %s is neither %s nor a projection of it", p, t)}
+	return nil, mismatch(p, t, path)
+}
+
+// mismatch is the error of a field of type p that is neither t nor a
+// projection of it, saying what to write instead where it can.
+func mismatch(p, t reflect.Type, path string) error {
+	reason := fmt.Sprintf("type %s is neither %s nor a projection of it", p, t)
+	if p.Kind() == reflect.Map && t.Kind() == reflect.Map {
+		reason += fmt.Sprintf(": a map's keys and values cannot be projected, declare it as %s", t)
+		if u := unnamed(t); u != nil {
+			reason += " or " + u.String()
+		}
+	}
+	return &MismatchError{path, reason}
+}
+
+// unnamed returns the unnamed type of the named map or slice type t, or
+// nil.
+func unnamed(t reflect.Type) reflect.Type {
+	if t.Name() == "" {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return reflect.MapOf(t.Key(), t.Elem())
+	case reflect.Slice:
+		return reflect.SliceOf(t.Elem())
+	}
+	return nil
 }
 
 // same returns the op decoding a value of type t into the same type.

@@ -3,11 +3,14 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 )
 
-// Errors of malformed input. Every decoding error wraps one of them, or
-// ErrMismatch, so callers can tell bad bytes from a bad projection.
+// Errors of malformed input. Every error of decoding bytes wraps one of
+// them, so callers can tell bad bytes from a bad projection (ErrMismatch,
+// when a Decoder is made) and from a reader's errors (a connection cut
+// mid-body is io.ErrUnexpectedEOF, and wraps neither).
 var (
 	// ErrTruncated reports input that ends inside a field.
 	ErrTruncated = errors.New("wire: truncated input")
@@ -16,6 +19,30 @@ var (
 	// wire type, an envelope without the magic prefix.
 	ErrMalformed = errors.New("wire: malformed input")
 )
+
+// malformed wraps err, of a decoder not ours (a type's own Unmarshal,
+// encoding/json), in ErrMalformed. The bytes it read were all there, so an
+// io.EOF or io.ErrUnexpectedEOF of it says that a length inside them
+// overran its message, not that a stream was cut: such an error is kept
+// as text only, where errors.Is cannot take it for the end of a
+// connection, which a watch or a list retries quietly.
+func malformed(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return fmt.Errorf("%w: %w", ErrMalformed, err)
+}
+
+// wantBytes returns nil if typ is the wire type of a length-delimited
+// value (a string, bytes, a message), else the error of a field num that
+// the message declares as one and the bytes carry otherwise, which the
+// generated decoders refuse too.
+func wantBytes(num int32, typ int) error {
+	if typ == wireBytes {
+		return nil
+	}
+	return fmt.Errorf("%w: field %d has wire type %d, want %d", ErrMalformed, num, typ, wireBytes)
+}
 
 // Protobuf wire types.
 const (

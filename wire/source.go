@@ -118,7 +118,7 @@ func (s *Source[PP]) List(ctx context.Context, opts metav1.ListOptions) ([]PP, m
 		Items    []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, metav1.ListMeta{}, &DecodeError{Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+		return nil, metav1.ListMeta{}, &DecodeError{Err: malformed(err)}
 	}
 	items := make([]PP, 0, len(list.Items))
 	for i, raw := range list.Items {
@@ -211,7 +211,7 @@ func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
 	if et == watch.Error || string(kind) == "Status" && et != watch.Added && et != watch.Modified && et != watch.Deleted && et != watch.Bookmark {
 		st := &metav1.Status{}
 		if err := st.Unmarshal(raw); err != nil {
-			return "", nil, &DecodeError{Err: fmt.Errorf("%w: status: %w", ErrMalformed, err)}
+			return "", nil, &DecodeError{Err: fmt.Errorf("status: %w", malformed(err))}
 		}
 		return watch.Error, st, nil
 	}
@@ -231,16 +231,23 @@ func (d *eventDecoder[PP]) decodeJSON() (watch.EventType, runtime.Object, error)
 		Object json.RawMessage `json:"object"`
 	}
 	if err := d.json.Decode(&ev); err != nil {
-		if errors.Is(err, io.EOF) {
+		var syntax *json.SyntaxError
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
 			return "", nil, io.EOF
+		case errors.As(err, &syntax) || errors.As(err, &typeErr):
+			return "", nil, &DecodeError{Err: malformed(err)}
 		}
-		return "", nil, err
+		return "", nil, err // the stream's: cut (io.ErrUnexpectedEOF), closed
 	}
 	if ev.Type == watch.Error {
 		st := &metav1.Status{}
 		if err := json.Unmarshal(ev.Object, st); err != nil {
-			return "", nil, &DecodeError{Err: fmt.Errorf("%w: status: %w", ErrMalformed, err)}
+			return "", nil, &DecodeError{Err: fmt.Errorf("status: %w", malformed(err))}
 		}
+		// As client-go's decoders leave it: without its kind.
+		st.TypeMeta = metav1.TypeMeta{}
 		return watch.Error, st, nil
 	}
 	if err := knownEventType(ev.Type); err != nil {

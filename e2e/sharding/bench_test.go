@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +27,10 @@ import (
 // heap and CPU are the measured replica's. It reports the replica's live heap after it settled
 // (heap-B), its CPU from start to settled (cpu-ns: Lease membership and handover included), the
 // same for the unsharded informer, and their ratios with the goal of 1/N + 10%. Both factories
-// map Pods without discovery.
+// map Pods without discovery. Then a member joins the group and leaves it, and it reports the
+// calls a handler of the replica got per move (calls/move), of them the updates that changed
+// nothing (echoes/move: no Pod changes meanwhile), and the calls the moves need (moved/move: a
+// release for each Pod given up, an initial add for each Pod taken).
 func BenchmarkShardedReplicas(b *testing.B) {
 	n := objectCount()
 	admin, err := kubetest.NewClients(gateOn.AdminConfig())
@@ -38,6 +42,7 @@ func BenchmarkShardedReplicas(b *testing.B) {
 	for _, replicas := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
 			var unshardedHeap, unshardedCPU, shardedHeap, shardedCPU float64
+			var moves moveCalls
 			rounds := 0
 			for b.Loop() {
 				h, c := measure(b, func(ctx context.Context) func() bool {
@@ -52,10 +57,14 @@ func BenchmarkShardedReplicas(b *testing.B) {
 					f.Start(ctx)
 					context.AfterFunc(ctx, f.Shutdown)
 					return func() bool { return inf.HasSynced() && inf.GetIndexer().Len() == n }
-				})
+				}, nil)
 				unshardedHeap += h
 				unshardedCPU += c
-				h, c = measure(b, func(ctx context.Context) func() bool { return startGroup(b, ctx, admin, ns, uids, replicas) })
+				var g *group
+				h, c = measure(b, func(ctx context.Context) func() bool {
+					g = startGroup(b, ctx, admin, ns, uids, replicas)
+					return g.settled
+				}, func(context.Context) { moves.add(g.moveTwice(b)) })
 				shardedHeap += h
 				shardedCPU += c
 				rounds++
@@ -68,59 +77,178 @@ func BenchmarkShardedReplicas(b *testing.B) {
 			b.ReportMetric(shardedHeap/unshardedHeap, "heap-share")
 			b.ReportMetric(shardedCPU/unshardedCPU, "cpu-share")
 			b.ReportMetric(1/float64(replicas)+0.1, "goal-share")
+			b.ReportMetric(float64(moves.calls)/float64(moves.moves), "calls/move")
+			b.ReportMetric(float64(moves.echoes)/float64(moves.moves), "echoes/move")
+			b.ReportMetric(float64(moves.moved)/float64(moves.moves), "moved/move")
 		})
 	}
 }
 
+// group is a measured replica and the Members of the rest of its group.
+type group struct {
+	b         *testing.B
+	uids      []string
+	names     []string // the group's members; names[0] is the measured replica
+	newMember func(name string) (*shard.Member, context.CancelFunc)
+	inf       *shard.Informer[*corev1.Pod]
+	logged    bool
+}
+
 // startGroup starts replicas-1 Members without informers, then the measured replica, and returns
-// whether it has settled: its share owned, synced, and its cache that share of the Pods.
-func startGroup(b *testing.B, ctx context.Context, admin *kubetest.Clients, ns string, uids []string, replicas int) func() bool {
-	group := fmt.Sprintf("bench-%d-%d", replicas, time.Now().UnixNano())
-	var names []string
+// the group.
+func startGroup(b *testing.B, ctx context.Context, admin *kubetest.Clients, ns string, uids []string, replicas int) *group {
+	g := &group{b: b, uids: uids}
+	groupName := fmt.Sprintf("bench-%d-%d", replicas, time.Now().UnixNano())
 	for i := range replicas {
-		names = append(names, fmt.Sprintf("r%d", i))
+		g.names = append(g.names, fmt.Sprintf("r%d", i))
 	}
-	member := func(name string) *shard.Member {
-		m, err := shard.NewMember(shard.Options{Leases: admin.Kube.CoordinationV1(), Namespace: ns, Group: group, Identity: name,
+	g.newMember = func(name string) (*shard.Member, context.CancelFunc) {
+		m, err := shard.NewMember(shard.Options{Leases: admin.Kube.CoordinationV1(), Namespace: ns, Group: groupName, Identity: name,
 			LeaseDuration: leaseDuration, RenewInterval: renewInterval, Buckets: buckets})
 		if err != nil {
 			b.Fatal(err)
 		}
+		mctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
-		wg.Go(func() { _ = m.Run(ctx) })
+		wg.Go(func() { _ = m.Run(mctx) })
 		context.AfterFunc(ctx, wg.Wait)
-		return m
+		return m, func() { cancel(); wg.Wait() }
 	}
-	for _, name := range names[1:] {
-		<-member(name).Ready()
+	for _, name := range g.names[1:] {
+		m, _ := g.newMember(name)
+		<-m.Ready()
 	}
-	m := member(names[0])
+	m, _ := g.newMember(g.names[0])
 	f, err := informer.NewFactory(admin.Config, informer.FactoryOptions{Namespace: ns, RESTMapper: podMapper()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	inf, err := shard.For[*corev1.Pod](f, m)
-	if err != nil {
+	if g.inf, err = shard.For[*corev1.Pod](f, m); err != nil {
 		b.Fatal(err)
 	}
 	f.Start(ctx)
 	context.AfterFunc(ctx, f.Shutdown)
-	want := shard.Assign(names, buckets)[names[0]]
-	share := 0
-	for _, uid := range uids {
-		if want.HasHash(shard.Hash(uid)) {
-			share++
-		}
-	}
-	return func() bool {
-		st := inf.Status()
-		done := st.Owned.Equal(want) && inf.HasSynced() && st.Objects == share
-		if done {
-			b.Logf("replicas=%d: %d of %d Pods, mode %v, received %d, dropped %d", replicas, st.Objects, len(uids), st.Mode, st.Received, st.Dropped)
-		}
-		return done
-	}
+	return g
 }
+
+// share is the number of Pods in the buckets Assign gives the measured replica among members.
+func (g *group) share(members []string) (shard.Buckets, int) {
+	want := shard.Assign(members, buckets)[g.names[0]]
+	n := 0
+	for _, uid := range g.uids {
+		if want.HasHash(shard.Hash(uid)) {
+			n++
+		}
+	}
+	return want, n
+}
+
+// settled reports whether the measured replica has settled: its share owned, synced, and its
+// cache that share of the Pods.
+func (g *group) settled() bool {
+	want, n := g.share(g.names)
+	st := g.inf.Status()
+	done := st.Owned.Equal(want) && g.inf.HasSynced() && st.Objects == n
+	if done && !g.logged {
+		g.logged = true
+		g.b.Logf("replicas=%d: %d of %d Pods, mode %v, received %d, dropped %d", len(g.names), st.Objects, len(g.uids), st.Mode, st.Received, st.Dropped)
+	}
+	return done
+}
+
+// moveCalls counts the handler calls of moves.
+type moveCalls struct {
+	moves, calls, echoes, moved int
+}
+
+func (m *moveCalls) add(o moveCalls) {
+	m.moves, m.calls, m.echoes, m.moved = m.moves+o.moves, m.calls+o.calls, m.echoes+o.echoes, m.moved+o.moved
+}
+
+// moveTwice registers a handler on the measured replica, then has a member join the group (the
+// replica gives buckets up) and leave it (it takes them back), and counts the handler's calls
+// during the two moves: all of them, the updates that changed nothing (no Pod changes meanwhile),
+// and the calls the moves need (a release for each Pod given up, an initial add for each taken).
+func (g *group) moveTwice(b *testing.B) moveCalls {
+	h := &countingHandler{}
+	if _, err := g.inf.AddEventHandler(h); err != nil {
+		b.Fatal(err)
+	}
+	waitFor := func(what string, members []string) {
+		want, n := g.share(members)
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			st := g.inf.Status()
+			if st.Owned.Equal(want) && g.inf.HasSynced() && st.Objects == n && h.held() == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%s: the replica owns %d buckets (want %d), caches %d Pods and its handler holds %d (want %d)", what, st.Owned.Len(), want.Len(), st.Objects, h.held(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("the handler's initial adds", g.names)
+	before := h.snapshot()
+	joined := append(slices.Clone(g.names), "extra")
+	_, cancel := g.newMember("extra")
+	waitFor("a member joined", joined)
+	cancel()
+	waitFor("the member left", g.names)
+	d := h.snapshot().minus(before)
+	// Each move releases the Pods of the buckets given up and adds those of the buckets taken:
+	// the join and the leave move the same ones, each way.
+	was, is := shard.Assign(g.names, buckets)[g.names[0]], shard.Assign(joined, buckets)[g.names[0]]
+	moved := 0
+	for _, uid := range g.uids {
+		if h := shard.Hash(uid); was.HasHash(h) != is.HasHash(h) {
+			moved++
+		}
+	}
+	return moveCalls{moves: 2, calls: d.calls(), echoes: d.echoes, moved: 2 * moved}
+}
+
+// countingHandler counts its calls; it implements shard.Releaser.
+type countingHandler struct {
+	mu     sync.Mutex
+	counts handlerCounts
+}
+
+type handlerCounts struct{ adds, updates, echoes, deletes, releases int }
+
+func (c handlerCounts) calls() int { return c.adds + c.updates + c.deletes + c.releases }
+
+func (c handlerCounts) minus(o handlerCounts) handlerCounts {
+	return handlerCounts{c.adds - o.adds, c.updates - o.updates, c.echoes - o.echoes, c.deletes - o.deletes, c.releases - o.releases}
+}
+
+func (h *countingHandler) snapshot() handlerCounts {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts
+}
+
+// held is how many Pods the handler holds: added, and neither deleted nor released since.
+func (h *countingHandler) held() int {
+	c := h.snapshot()
+	return c.adds - c.deletes - c.releases
+}
+
+func (h *countingHandler) OnAdd(*corev1.Pod, bool) { h.mu.Lock(); h.counts.adds++; h.mu.Unlock() }
+func (h *countingHandler) OnUpdate(old, obj *corev1.Pod) {
+	h.mu.Lock()
+	h.counts.updates++
+	if old.ResourceVersion == obj.ResourceVersion {
+		h.counts.echoes++
+	}
+	h.mu.Unlock()
+}
+func (h *countingHandler) OnDelete(informer.DeletedObject[*corev1.Pod]) {
+	h.mu.Lock()
+	h.counts.deletes++
+	h.mu.Unlock()
+}
+func (h *countingHandler) OnRelease(*corev1.Pod) { h.mu.Lock(); h.counts.releases++; h.mu.Unlock() }
 
 // podMapper maps Pods without discovery, so that neither side's CPU counts it.
 func podMapper() meta.RESTMapper {
@@ -131,8 +259,9 @@ func podMapper() meta.RESTMapper {
 
 // measure starts something with start, waits until it says it has settled, and returns the live
 // heap it added (after a GC, against the heap before it started) and the process CPU it took.
-// Everything start began is stopped before it returns.
-func measure(b *testing.B, start func(ctx context.Context) func() bool) (heap, cpu float64) {
+// Then it calls after, if not nil, with what start began still running. Everything start began
+// is stopped before it returns.
+func measure(b *testing.B, start func(ctx context.Context) func() bool, after func(ctx context.Context)) (heap, cpu float64) {
 	b.Helper()
 	runtime.GC()
 	before, cpuBefore := kubetest.LiveHeap(), kubetest.ProcessCPU()
@@ -150,6 +279,9 @@ func measure(b *testing.B, start func(ctx context.Context) func() bool) (heap, c
 	time.Sleep(100 * time.Millisecond) // let the last relist's garbage become garbage
 	runtime.GC()
 	heap = float64(kubetest.LiveHeap()) - float64(before)
+	if after != nil {
+		after(ctx)
+	}
 	cancel()
 	time.Sleep(200 * time.Millisecond) // members leave, factories stop
 	return heap, cpu

@@ -21,6 +21,9 @@ import (
 var gateOn, gateOff *harness.Server
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(replicaEnv); spec != "" {
+		os.Exit(runReplicaProcess(spec)) // a replica process a test started
+	}
 	code := run(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

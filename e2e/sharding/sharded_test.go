@@ -45,9 +45,22 @@ type ledger struct {
 	busy     map[string]busyCall        // key -> the call in flight for it
 	overlaps []overlap
 	calls    map[string]map[string]int // replica -> kind -> count
+	history  []entry                   // every call, in the order they ended
 }
 
 type busyCall struct{ replica, kind string }
+
+// entry is one handler call.
+type entry struct {
+	replica, kind, key string
+	initial            bool // an add of the initial list (or of a bucket gained)
+	echo               bool // an update whose old and new objects have the same resource version
+	start, end         time.Time
+}
+
+func (e entry) String() string {
+	return fmt.Sprintf("%s %s of %s at %s", e.replica, e.kind, e.key, e.start.Format("15:04:05.000000"))
+}
 
 // overlap is a call that started for a key while another replica was in a call for it.
 type overlap struct {
@@ -82,55 +95,97 @@ func (l *ledger) overlapsExcept(fenced ...string) []overlap {
 	return out
 }
 
-type ledgerHandler struct {
-	l       *ledger
-	replica string
-}
+// callFunc is a handler of ConfigMaps, and a shard.Releaser, that passes each call on to a
+// function: its kind (add, update, delete, release), the object's key, and for an add whether
+// it is initial, for an update whether it changed nothing.
+type callFunc func(kind, key string, initial, echo bool)
 
-func (h ledgerHandler) do(kind string, obj *corev1.ConfigMap, initial bool) {
-	key := obj.Namespace + "/" + obj.Name
-	l := h.l
-	l.mu.Lock()
-	if other, ok := l.busy[key]; ok && other.replica != h.replica {
-		l.overlaps = append(l.overlaps, overlap{key: key, by: busyCall{h.replica, kind}, during: other})
-	}
-	l.busy[key] = busyCall{h.replica, kind}
-	l.mu.Unlock()
-	time.Sleep(20 * time.Microsecond) // a call takes time
-	l.mu.Lock()
-	delete(l.busy, key)
-	if l.holders[key] == nil {
-		l.holders[key] = make(map[string]bool)
-	}
-	switch kind {
-	case "add", "update":
-		l.holders[key][h.replica] = true
-	default:
-		delete(l.holders[key], h.replica)
-	}
-	if l.calls[h.replica] == nil {
-		l.calls[h.replica] = make(map[string]int)
-	}
-	if initial {
-		kind += "(initial)"
-	}
-	l.calls[h.replica][kind]++
-	l.mu.Unlock()
-}
+func keyOf(obj *corev1.ConfigMap) string { return obj.Namespace + "/" + obj.Name }
 
-func (h ledgerHandler) OnAdd(obj *corev1.ConfigMap, initial bool) { h.do("add", obj, initial) }
-func (h ledgerHandler) OnUpdate(_, obj *corev1.ConfigMap)         { h.do("update", obj, false) }
-func (h ledgerHandler) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
+func (f callFunc) OnAdd(obj *corev1.ConfigMap, initial bool) { f("add", keyOf(obj), initial, false) }
+func (f callFunc) OnUpdate(old, obj *corev1.ConfigMap) {
+	f("update", keyOf(obj), false, old.ResourceVersion == obj.ResourceVersion)
+}
+func (f callFunc) OnDelete(d informer.DeletedObject[*corev1.ConfigMap]) {
 	if d.Obj != nil {
-		h.do("delete", d.Obj, false)
+		f("delete", keyOf(d.Obj), false, false)
 	}
 }
-func (h ledgerHandler) OnRelease(obj *corev1.ConfigMap) { h.do("release", obj, false) }
+func (f callFunc) OnRelease(obj *corev1.ConfigMap) { f("release", keyOf(obj), false, false) }
+
+// handlerFor is replica's handler: each call is recorded in the ledger, and fails when another
+// replica is in a call for the same key.
+func (l *ledger) handlerFor(replica string) callFunc {
+	return func(kind, key string, initial, echo bool) {
+		l.do(entry{replica: replica, kind: kind, key: key, initial: initial, echo: echo})
+	}
+}
+
+func (l *ledger) do(e entry) {
+	l.mu.Lock()
+	if other, ok := l.busy[e.key]; ok && other.replica != e.replica {
+		l.overlaps = append(l.overlaps, overlap{key: e.key, by: busyCall{e.replica, e.kind}, during: other})
+	}
+	l.busy[e.key] = busyCall{e.replica, e.kind}
+	l.mu.Unlock()
+	e.start = time.Now()
+	time.Sleep(20 * time.Microsecond) // a call takes time
+	e.end = time.Now()
+	l.mu.Lock()
+	delete(l.busy, e.key)
+	l.recordLocked(e)
+	l.mu.Unlock()
+}
+
+// record adds a call made elsewhere (by a replica process) to the ledger.
+func (l *ledger) record(e entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recordLocked(e)
+}
+
+func (l *ledger) recordLocked(e entry) {
+	if l.holders[e.key] == nil {
+		l.holders[e.key] = make(map[string]bool)
+	}
+	switch e.kind {
+	case "add", "update":
+		l.holders[e.key][e.replica] = true
+	default:
+		delete(l.holders[e.key], e.replica)
+	}
+	if l.calls[e.replica] == nil {
+		l.calls[e.replica] = make(map[string]int)
+	}
+	kind := e.kind
+	switch {
+	case e.initial:
+		kind += "(initial)"
+	case e.echo:
+		kind += "(echo)"
+	}
+	l.calls[e.replica][kind]++
+	l.history = append(l.history, e)
+}
 
 func (l *ledger) count(replica, kind string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.calls[replica][kind]
+}
+
+// echoes returns each replica's updates that changed nothing (old and new at one resource
+// version): what a relist of kept objects delivers.
+func (l *ledger) echoes() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int)
+	for r, kinds := range l.calls {
+		if n := kinds["update(echo)"]; n > 0 {
+			out[r] = n
+		}
+	}
+	return out
 }
 
 // replica is one controller replica: its own clients (and connections), factory, Member and
@@ -203,7 +258,7 @@ func startReplica(t *testing.T, srv *harness.Server, ns, name string, l *ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.inf.AddEventHandler(ledgerHandler{l: l, replica: name}); err != nil {
+	if _, err := r.inf.AddEventHandler(l.handlerFor(name)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -246,11 +301,15 @@ func serverObjects(ctx context.Context, c *kubetest.Clients, ns string) (map[str
 
 // check returns why the live replicas are not settled: each must own what Assign gives it among
 // them, cache exactly the server's objects of its buckets, and its handler must hold exactly
-// those (every object held by exactly one live replica, deleted ones by none).
-func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*replica, l *ledger) error {
+// those (every object held by exactly one live replica, deleted ones by none). A replica process
+// is checked by what it reports: the buckets it owns and the number of objects it caches.
+func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*replica, l *ledger, procs ...*replicaProcess) error {
 	var names []string
 	for _, r := range live {
 		names = append(names, r.name)
+	}
+	for _, p := range procs {
+		names = append(names, p.name)
 	}
 	want := shard.Assign(names, buckets)
 	objs, err := serverObjects(ctx, admin, ns)
@@ -274,12 +333,30 @@ func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*repl
 			}
 		}
 		if got := r.inf.Informer().GetIndexer().Len(); got != n {
-			return fmt.Errorf("%s caches %d objects, want its %d", r.name, got, n)
+			applied, _ := r.inf.Informer().AppliedResourceVersion()
+			stats := r.inf.Informer().Stats()
+			return fmt.Errorf("%s caches %d objects, want its %d (reflector at %s, cache at %s, %d lists, %d watches, %d errors)",
+				r.name, got, n, r.inf.Informer().LastSyncResourceVersion(), applied, stats.Lists, stats.Watches, stats.Errors)
+		}
+	}
+	for _, p := range procs {
+		st := p.status.Load()
+		if st == nil || st.Owned != want[p.name].String() || !st.Synced {
+			return fmt.Errorf("%s (a process) reports %+v, want to own %v", p.name, st, want[p.name])
+		}
+		n := 0
+		for _, o := range objs {
+			if want[p.name].HasHash(shard.Hash(string(o.UID))) {
+				n++
+			}
+		}
+		if st.Objects != n {
+			return fmt.Errorf("%s (a process) caches %d objects, want its %d", p.name, st.Objects, n)
 		}
 	}
 	isLive := make(map[string]bool)
-	for _, r := range live {
-		isLive[r.name] = true
+	for _, name := range names {
+		isLive[name] = true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -307,12 +384,12 @@ func check(ctx context.Context, admin *kubetest.Clients, ns string, live []*repl
 }
 
 // settle waits until check passes, for at most the Lease duration plus 30s.
-func settle(t *testing.T, admin *kubetest.Clients, ns string, live []*replica, l *ledger, what string) time.Duration {
+func settle(t *testing.T, admin *kubetest.Clients, ns string, live []*replica, l *ledger, what string, procs ...*replicaProcess) time.Duration {
 	t.Helper()
 	start := time.Now()
 	deadline := start.Add(leaseDuration + 30*time.Second)
 	for {
-		err := check(t.Context(), admin, ns, live, l)
+		err := check(t.Context(), admin, ns, live, l, procs...)
 		if err == nil {
 			t.Logf("%s: settled in %v", what, time.Since(start).Round(time.Millisecond))
 			return time.Since(start)
@@ -321,6 +398,32 @@ func settle(t *testing.T, admin *kubetest.Clients, ns string, live []*replica, l
 			t.Fatalf("%s: not settled after %v: %v", what, time.Since(start).Round(time.Second), err)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// write creates, updates and deletes ConfigMaps of ns, one change every 5ms, until ctx ends: it
+// creates them from number *next on, and updates and deletes among the first n. It counts the
+// changes in writes.
+func write(ctx context.Context, t *testing.T, admin *kubetest.Clients, ns string, n int, next *int, writes *atomic.Int64) {
+	cms := admin.Kube.CoreV1().ConfigMaps(ns)
+	for ; ctx.Err() == nil; *next++ {
+		var err error
+		switch *next % 3 {
+		case 0:
+			_, err = cms.Create(ctx, configMap(ns, *next), metav1.CreateOptions{})
+		case 1:
+			cm := configMap(ns, (*next*7919)%n)
+			cm.Data["w"] = fmt.Sprint(*next)
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		case 2:
+			err = cms.Delete(ctx, fmt.Sprintf("cm-%05d", (*next*104729)%n), metav1.DeleteOptions{})
+		}
+		if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			t.Errorf("writer: %v", err)
+			return
+		}
+		writes.Add(1)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -418,6 +521,11 @@ func TestShardedSplit(t *testing.T) {
 		if o := l.overlapsExcept(); len(o) > 0 {
 			t.Errorf("%d calls overlapped across replicas, such as %v", len(o), o[0])
 		}
+		// The replicas joined one after another: the first ones gave buckets up, and kept the rest
+		// without a call.
+		if e := l.echoes(); len(e) > 0 {
+			t.Errorf("updates that changed nothing (a relist of kept objects), per replica: %v", e)
+		}
 	})
 }
 
@@ -426,7 +534,8 @@ func TestShardedSplit(t *testing.T) {
 // creates, updates and deletes objects. After each change, within the Lease duration plus a few
 // seconds, every object is held by exactly one live replica and cached there; none is lost; no
 // two replicas are ever in a call for one object at once; objects that moved reach their new
-// owner as initial adds and leave the old one with OnRelease.
+// owner as initial adds and leave the old one with OnRelease; objects kept get no call (no
+// update that changes nothing: each move lists only the buckets gained).
 func TestShardedRebalance(t *testing.T) {
 	servers(t, func(t *testing.T, srv *harness.Server, gate bool) {
 		admin, err := kubetest.NewClients(srv.AdminConfig())
@@ -451,28 +560,7 @@ func TestShardedRebalance(t *testing.T) {
 		during := func(what string, change func() []*replica) time.Duration {
 			ctx, stopWriter := context.WithCancel(t.Context())
 			var writer sync.WaitGroup
-			writer.Go(func() {
-				cms := admin.Kube.CoreV1().ConfigMaps(ns)
-				for ; ctx.Err() == nil; next++ {
-					var err error
-					switch next % 3 {
-					case 0:
-						_, err = cms.Create(ctx, configMap(ns, next), metav1.CreateOptions{})
-					case 1:
-						cm := configMap(ns, (next*7919)%n)
-						cm.Data["w"] = fmt.Sprint(next)
-						_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-					case 2:
-						err = cms.Delete(ctx, fmt.Sprintf("cm-%05d", (next*104729)%n), metav1.DeleteOptions{})
-					}
-					if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-						t.Errorf("writer: %v", err)
-						return
-					}
-					writes.Add(1)
-					time.Sleep(5 * time.Millisecond)
-				}
-			})
+			writer.Go(func() { write(ctx, t, admin, ns, n, &next, &writes) })
 			defer func() { stopWriter(); writer.Wait() }() // also when a check fails
 			time.Sleep(200 * time.Millisecond)
 			start := time.Now()
@@ -516,6 +604,13 @@ func TestShardedRebalance(t *testing.T) {
 		if o := l.overlapsExcept("d"); len(o) > 0 {
 			t.Errorf("%d calls overlapped across replicas, such as %v", len(o), o[:min(3, len(o))])
 		}
+		// Each move listed only what was gained: no object kept through it came back as an update.
+		if e := l.echoes(); len(e) > 0 {
+			t.Errorf("updates that changed nothing (a relist of kept objects), per replica: %v", e)
+		}
+		l.mu.Lock()
+		t.Logf("calls per replica: %v", l.calls)
+		l.mu.Unlock()
 	})
 }
 

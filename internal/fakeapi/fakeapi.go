@@ -3,7 +3,9 @@
 // WATCH (watch-list streams included) of the resources it is told to serve,
 // in JSON, in protobuf for the resources that have it, and as
 // PartialObjectMetadata for metadata clients. It keeps objects in memory and
-// records every request it serves.
+// records every request it serves. Its resource versions count as etcd's
+// revisions do: 1 before the first change, which is 2, so that a LIST never
+// answers "0" (a watch from "0" is an unordered replay).
 package fakeapi
 
 import (
@@ -81,7 +83,7 @@ type Server struct {
 	kinds     map[schema.GroupVersionKind]schema.GroupVersionResource // of every resource ever served
 	objects   map[schema.GroupVersionResource]map[string]runtime.Object
 	events    map[schema.GroupVersionResource][]event // every change, in order
-	rv        uint64
+	rv        uint64                                  // the last change's version; 1 before the first
 	requests  []Request
 	failing   map[schema.GroupVersionResource]int // status code for LIST and WATCH
 	changed   chan struct{}                       // closed and replaced at every change
@@ -100,6 +102,7 @@ func New(scheme *runtime.Scheme, resources ...Resource) *Server {
 		events:    make(map[schema.GroupVersionResource][]event),
 		failing:   make(map[schema.GroupVersionResource]int),
 		changed:   make(chan struct{}),
+		rv:        1,
 	}
 	for _, r := range resources {
 		s.Serve(r)

@@ -1,0 +1,119 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	restwatch "k8s.io/client-go/rest/watch"
+)
+
+// event is a watch event or the error that ended a stream.
+type event struct {
+	typ watch.EventType
+	obj runtime.Object
+	err error
+}
+
+// clientGoEvents decodes body as client-go's watch of pods decodes a
+// response of mediaType, up to and including its first error.
+func clientGoEvents(t *testing.T, mediaType string, body []byte) []event {
+	t.Helper()
+	neg := runtime.NewClientNegotiator(scheme.Codecs.WithoutConversion(), corev1.SchemeGroupVersion)
+	objects, stream, framer, err := neg.StreamDecoder(mediaType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return drain(restwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(bytes.NewReader(body))), stream), objects).Decode)
+}
+
+// ourEvents decodes body as a Source's watch of pods does, up to and
+// including its first error.
+func ourEvents(dec *Decoder[*corev1.Pod], body []byte) []event {
+	return drain(newEventDecoder(&Source[*corev1.Pod]{dec: dec}, io.NopCloser(bytes.NewReader(body))).Decode)
+}
+
+// drain returns the events of decode up to and including its first error.
+func drain(decode func() (watch.EventType, runtime.Object, error)) []event {
+	var out []event
+	for {
+		typ, obj, err := decode()
+		out = append(out, event{typ, obj, err})
+		if err != nil {
+			return out
+		}
+	}
+}
+
+// FuzzWatchStream reads arbitrary bytes as the body of a watch of pods,
+// protobuf frames or JSON events: never a panic; every error is the end of
+// the stream (io.EOF, or io.ErrUnexpectedEOF inside a frame) or wraps
+// ErrTruncated or ErrMalformed; and every event client-go's watch decoder
+// gives a Pod or the server's Status for, ours gives alike, until the
+// first event client-go decodes otherwise (ours decodes every object as
+// a Pod, whatever kind its envelope names).
+func FuzzWatchStream(f *testing.F) {
+	pod, err := benchPod(1).Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, err := (&metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Code: 410}).Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(append(frameOf(f, "ADDED", "Pod", pod), frameOf(f, "ERROR", "Status", st)...))
+	f.Add(frameOf(f, "MODIFIED", "Pod", badPods(f)["quantity not a quantity"]))
+	jsPod := benchPod(2)
+	jsPod.ManagedFields = nil
+	jsPod.Kind, jsPod.APIVersion = "Pod", "v1"
+	js, err := json.Marshal(jsPod)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(`{"type":"ADDED","object":` + string(js) + "}\n" +
+		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":410}}`))
+	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{]}}`))
+	dec, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if len(body) == 0 {
+			return
+		}
+		ours := ourEvents(dec, body)
+		last := ours[len(ours)-1].err
+		if !errors.Is(last, io.EOF) && !errors.Is(last, io.ErrUnexpectedEOF) {
+			checkDecodeError(t, "a watch stream", last)
+		}
+		mediaType := "application/vnd.kubernetes.protobuf"
+		if c := body[0]; c == '{' || c == ' ' || c == '\n' || c == '\r' || c == '\t' {
+			mediaType = "application/json"
+		}
+		for i, want := range clientGoEvents(t, mediaType, body) {
+			_, isStatus := want.obj.(*metav1.Status)
+			_, isPod := want.obj.(*corev1.Pod)
+			if want.err != nil || !(isPod && want.typ != watch.Error || isStatus && want.typ == watch.Error) {
+				return
+			}
+			if i >= len(ours) || ours[i].err != nil {
+				t.Fatalf("event %d: client-go decodes a %s %T, ours fails: %v", i, want.typ, want.obj, ours[len(ours)-1].err)
+			}
+			if ours[i].typ != want.typ {
+				t.Fatalf("event %d: %s, client-go's %s", i, ours[i].typ, want.typ)
+			}
+			if d := cmp.Diff(want.obj, ours[i].obj); d != "" {
+				t.Fatalf("event %d differs from client-go's (-client-go +ours):\n%s", i, d)
+			}
+		}
+	})
+}
