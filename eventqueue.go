@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"sync/atomic"
+
 	"github.com/typedkube/informer/internal/deque"
 )
 
@@ -54,7 +56,17 @@ type eventQueue[T any] struct {
 	direct func(e event[T])
 	idle   bool
 	inline bool
+	// burst is set by the producer (the Reflector, through noteBurst)
+	// when another event has already arrived behind the one it is about
+	// to write: that one is queued, so that a burst is applied in batches
+	// by the consumer, as before direct applying, instead of one event at
+	// a time in the producer's goroutine, each waking every handler.
+	burst atomic.Bool
 }
+
+// noteBurst records whether the producer has more events waiting; see
+// burst.
+func (q *eventQueue[T]) noteBurst(more bool) { q.burst.Store(more) }
 
 // setDirect sets the function that applies a change in the producer's
 // goroutine; it must be set before the producers start.
@@ -90,7 +102,7 @@ func (q *eventQueue[T]) change(kind eventKind, obj T, replayed bool) error {
 	}
 	q.mu.Lock()
 	q.touchLocked()
-	if q.direct != nil && q.idle && q.synced && !q.inline && !q.closed && q.events.Len() == 0 {
+	if q.direct != nil && q.idle && q.synced && !q.burst.Load() && !q.inline && !q.closed && q.events.Len() == 0 {
 		q.inline = true
 		q.mu.Unlock()
 		q.direct(event[T]{kind: kind, replayed: replayed, key: key, obj: obj})

@@ -120,3 +120,37 @@ func TestEventQueueDirect(t *testing.T) {
 		t.Errorf("order %q\nwant  %q", order, want)
 	}
 }
+
+// A change the producer says is followed by another already received (a
+// burst) is queued for the consumer, even while it waits on an empty
+// queue: a burst is applied in batches, not one event at a time in the
+// producer's goroutine. A change with nothing behind it is applied at once.
+func TestEventQueueBurstIsQueued(t *testing.T) {
+	q := newEventQueue(MetaNamespaceKeyFunc[*corev1.Pod], nil)
+	var direct []string
+	q.setDirect(func(e event[*corev1.Pod]) { direct = append(direct, e.key) })
+	q.mu.Lock()
+	q.synced, q.idle = true, true // as a consumer waiting after the sync
+	q.mu.Unlock()
+
+	q.noteBurst(true)
+	if err := q.Update(testobj.Pod("ns", "a", "2")); err != nil {
+		t.Fatal(err)
+	}
+	if len(direct) != 0 || q.Len() != 1 {
+		t.Fatalf("a change in a burst: applied at once %q, %d queued; want it queued", direct, q.Len())
+	}
+	batch, _, _ := q.pop(nil, 16)
+	q.processed(len(batch))
+	q.mu.Lock()
+	q.idle = true
+	q.mu.Unlock()
+
+	q.noteBurst(false)
+	if err := q.Update(testobj.Pod("ns", "b", "3")); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(direct, []string{"ns/b"}) || q.Len() != 0 {
+		t.Fatalf("the last change of a burst: applied at once %q, %d queued; want ns/b applied at once", direct, q.Len())
+	}
+}

@@ -114,6 +114,14 @@ type FactoryOptions struct {
 	// and maps shared between the objects of informers without a
 	// transform.
 	Wire wire.Options
+	// HTTPClient, if set, carries every request of a factory made by
+	// NewFactory (lists, watches, discovery) instead of a client made from
+	// the *rest.Config, which still gives the host, the content types and
+	// the rate limits: for a program that shares one client, and its
+	// connections, among its parts, as controller-runtime's manager does.
+	// Shutdown leaves its idle connections open. Default: one made from
+	// the *rest.Config with rest.HTTPClientFor.
+	HTTPClient *http.Client
 	// Logger receives the factory's own log lines, such as discovery
 	// refreshes. Informers log through the context given to Start
 	// (klog.FromContext), as SharedIndexInformer.Run does. Default: none.
@@ -230,8 +238,10 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 		f.cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(f.cfg.QPS, f.cfg.Burst)
 	}
 	var err error
-	if f.http, err = rest.HTTPClientFor(f.cfg); err != nil {
-		return nil, fmt.Errorf("informer: HTTP client for the factory: %w", err)
+	if f.http = opts.HTTPClient; f.http == nil {
+		if f.http, err = rest.HTTPClientFor(f.cfg); err != nil {
+			return nil, fmt.Errorf("informer: HTTP client for the factory: %w", err)
+		}
 	}
 	// Through the same transport, and so the same connections, watches
 	// learn whether the server compressed them (see wire.RecordEncoding).
@@ -508,7 +518,7 @@ func (f *Factory) Shutdown() {
 		stop()
 	}
 	f.running.Wait()
-	if f.http != nil {
+	if f.http != nil && f.opts.HTTPClient == nil {
 		utilnet.CloseIdleConnectionsFor(f.http.Transport)
 	}
 }

@@ -44,6 +44,10 @@ type (
 	// particular order, must not count as the version its cache has
 	// reached.
 	replayAdder[T any] interface{ addReplayed(obj T) error }
+	// burstNoter is a store that wants to know, before each watch event,
+	// whether the next one has already arrived (the informer's event
+	// queue: it applies an event at once only when none is waiting).
+	burstNoter interface{ noteBurst(more bool) }
 )
 
 // WatchListMode chooses how a Reflector gets the state it starts watching
@@ -199,6 +203,7 @@ type Reflector[T Object] struct {
 	resyncer   resyncer       // store's Resync, or nil
 	bookmarker bookmarker     // store's Bookmark, or nil
 	replayer   replayAdder[T] // store's addReplayed, or nil
+	burst      burstNoter     // store's noteBurst, or nil
 
 	name                 string
 	typeName             string
@@ -267,6 +272,7 @@ func NewReflector[T Object](lw ListerWatcher[T], store ReflectorStore[T], opts R
 	r.resyncer, _ = store.(resyncer)
 	r.bookmarker, _ = store.(bookmarker)
 	r.replayer, _ = store.(replayAdder[T])
+	r.burst, _ = store.(burstNoter)
 	if r.name == "" {
 		r.name = r.typeName
 	}

@@ -111,6 +111,13 @@ type eventPuller interface {
 	NextEvent() (watch.Event, bool)
 }
 
+// bufferedWatch is an eventPuller that can tell whether the next event's
+// bytes have already been received, so that the next NextEvent will not
+// wait for the network (package wire's watches can): a burst of events.
+type bufferedWatch interface {
+	MoreBuffered() bool
+}
+
 // watchState is what handleWatch tracks while it applies a watch's events.
 type watchState struct {
 	rv         string // resource version reached, not yet published
@@ -177,6 +184,9 @@ func (r *Reflector[T]) handleWatch(ctx context.Context, w watch.Interface, start
 			return st.applied, err
 		default:
 		}
+		if r.burst != nil {
+			r.burst.noteBurst(len(ch) > 0)
+		}
 		if end, err := r.applyEvent(ctx, ev, &st); err != nil {
 			return st.applied, err
 		} else if end {
@@ -208,6 +218,7 @@ func (r *Reflector[T]) pullWatch(ctx context.Context, w watch.Interface, p event
 			}
 		}()
 	}
+	more, _ := w.(bufferedWatch)
 	for {
 		ev, ok := p.NextEvent()
 		if err := ctx.Err(); err != nil {
@@ -220,6 +231,9 @@ func (r *Reflector[T]) pullWatch(ctx context.Context, w watch.Interface, p event
 		}
 		if !ok {
 			return nil
+		}
+		if r.burst != nil {
+			r.burst.noteBurst(more != nil && more.MoreBuffered())
 		}
 		end, err := r.applyEvent(ctx, ev, st)
 		if err != nil {

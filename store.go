@@ -519,10 +519,24 @@ func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]strin
 	if s.compact != nil {
 		s.compact.account(old.rec, rec)
 	}
-	if s.labels != nil {
+	// A compact store keeps no object to read the old labels from: it
+	// sets the labels every time.
+	if s.labels != nil && !(existed && s.compact == nil && sameMap(s.labelsOf(old.obj), lbls)) {
 		s.labels.set(sl.id, lbls)
 	}
 	return old, existed
+}
+
+// sameMap reports whether a and b are one map (or both empty). An object
+// whose labels map is the very map of the object it replaces (a shallow
+// copy, or a map the wire decoder shares among objects with the same
+// labels) keeps its label postings without them being read again: cached
+// objects, their maps included, are never modified in place.
+func sameMap(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
 // deleteKey removes the object stored under key and reports whether there

@@ -194,3 +194,29 @@ func (s *SharedIndexInformer[T]) SyncFailure() error { return s.failure.get(s.Ha
 // syncFailures returns how many SyncFailures the informer has recorded,
 // and a channel closed when it records the next.
 func (s *SharedIndexInformer[T]) syncFailures() (uint64, <-chan struct{}) { return s.failure.state() }
+
+// WaitForSync waits until the informer has synced and returns nil, or
+// returns its SyncFailure as soon as it has one, or an error wrapping ctx's
+// cause if ctx ends first. Unlike WaitForCacheSync, a missing permission or
+// CRD is reported when the server answers, not when ctx ends; the informer
+// goes on retrying, and a later call waits again. It starts no goroutine.
+func (s *SharedIndexInformer[T]) WaitForSync(ctx context.Context) error {
+	for {
+		// The channel is read before the checks, so that a failure noted
+		// between them wakes the wait.
+		_, next := s.failure.state()
+		if s.HasSynced() {
+			return nil
+		}
+		if err := s.failure.get(false); err != nil && !s.HasSynced() {
+			return err
+		}
+		select {
+		case <-s.synced:
+			return nil
+		case <-next:
+		case <-ctx.Done():
+			return fmt.Errorf("informer %s: not synced: %w", s.opts.Name, context.Cause(ctx))
+		}
+	}
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of every module of the repository, with the race detector:
-# the library, the benchmark report command, the Prometheus example, and
-# the end-to-end tests
+# the library, the benchmark report command, the Prometheus example, the
+# controller-runtime cache, and the end-to-end tests
 # against a real kube-apiserver and etcd (built first, from Go modules, into
 # e2e/.bin; a no-op when they are up to date).
 # Usage: ./test.sh
@@ -16,6 +16,9 @@ echo "== bench: go test -race ./..."
 
 echo "== examples/prometheus: go test -race ./..."
 (cd examples/prometheus && go test -race ./...)
+
+echo "== controllerruntime: go test -race ./..."
+(cd controllerruntime && go test -race ./...)
 
 echo "== e2e: building kube-apiserver and etcd (minutes the first time)"
 bash e2e/hack/build-servers.sh

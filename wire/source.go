@@ -171,7 +171,7 @@ func (s *Source[PP]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.
 		typ, obj, err := d.Decode()
 		return watch.Event{Type: typ, Object: obj}, err
 	}, d)
-	w.compressed = enc.compressed
+	w.compressed, w.buffered = enc.compressed, d.buffered
 	return w, nil
 }
 
@@ -286,3 +286,9 @@ func knownEventType(et watch.EventType) error {
 
 // Close closes the stream.
 func (d *eventDecoder[PP]) Close() { d.body.Close() }
+
+// buffered reports whether bytes of the stream have been received and not
+// yet decoded: the next Decode will not wait for the network. JSON's
+// decoder reads ahead into a buffer of its own, so for JSON this may be
+// false while an event is waiting there.
+func (d *eventDecoder[PP]) buffered() bool { return d.r.Buffered() > 0 }

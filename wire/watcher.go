@@ -36,6 +36,20 @@ type streamWatcher struct {
 	ended   bool        // NextEvent: the stream has ended
 	// compressed: the server compressed the stream (see RecordEncoding).
 	compressed bool
+	// buffered, if set, reports whether the decoder holds received bytes
+	// it has not decoded yet (see MoreBuffered).
+	buffered func() bool
+}
+
+// MoreBuffered reports whether the next event has (at least in part)
+// already been received, so that NextEvent would not wait for the
+// network: the watch is in a burst. The informer's Reflector applies an
+// event in its own goroutine only when it is not.
+func (w *streamWatcher) MoreBuffered() bool {
+	if w.channed.Load() {
+		return len(w.result) > 0
+	}
+	return w.buffered != nil && w.buffered()
 }
 
 // ReplaceAfterInitialEvents reports whether the server compressed the

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -8,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -129,3 +133,50 @@ func TestStreamWatcherHandoff(t *testing.T) {
 		t.Error("the goroutine did not hand the stream over")
 	}
 }
+
+// TestStreamWatcherMoreBuffered: a watch says whether the next event's
+// bytes have already been received: after the first of three frames that
+// came together, and the second, yes; after the third, no. The
+// informer's Reflector applies an event in its own goroutine only when
+// the answer is no.
+func TestStreamWatcherMoreBuffered(t *testing.T) {
+	var body []byte
+	for _, name := range []string{"a", "b", "c"} {
+		raw, err := (&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := (&metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: envelope(t, "Pod", raw)}}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = append(binary.BigEndian.AppendUint32(body, uint32(len(ev))), ev...)
+	}
+	dec, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newEventDecoder(NewSource(nil, "pods", "ns", dec, SourceOptions[*corev1.Pod]{Protobuf: true}), io.NopCloser(bytes.NewReader(body)))
+	w := newStreamWatcher(func() (watch.Event, error) {
+		typ, obj, err := d.Decode()
+		return watch.Event{Type: typ, Object: obj}, err
+	}, d)
+	w.buffered = d.buffered
+	defer w.Stop()
+	for i, want := range []bool{true, true, false} {
+		ev, ok := w.NextEvent()
+		if !ok || ev.Type != watch.Added {
+			t.Fatalf("event %d: %v, %v", i, ev, ok)
+		}
+		if got := w.MoreBuffered(); got != want {
+			t.Errorf("after event %d (%s): MoreBuffered %v, want %v", i, ev.Object.(*corev1.Pod).Name, got, want)
+		}
+	}
+	if w := newStreamWatcher(newScriptedStream(io.EOF).next, nopCloser{}); w.MoreBuffered() {
+		t.Error("a watcher without a buffered decoder says more is buffered")
+	}
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() {}

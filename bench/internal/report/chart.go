@@ -1,11 +1,11 @@
 package report
 
 import (
-	"fmt"
+	"bytes"
 	"image/color"
 	"io"
 	"math"
-	"strings"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -19,222 +19,241 @@ import (
 // Chart sizes. The height grows with the number of workloads so that every
 // label stays readable.
 const (
-	chartWidth    = 10 * vg.Inch
-	chartRow      = 0.5 * vg.Inch // per workload
-	chartOverhead = 1.9 * vg.Inch // title, axis, legend row
-	chartDPI      = 110           // PNG resolution
+	chartWidth   = 10 * vg.Inch
+	chartMargin  = 12             // points around everything
+	barThickness = 0.19 * vg.Inch // one bar's thickness
+	chartRowGap  = 0.14 * vg.Inch // between workloads
+	chartDPI     = 110            // PNG resolution
+
+	chartTitle   = "informer: typed / upstream client-go, median per workload"
+	chartCaption = "typed / upstream (log scale): left of 1× typed is lower, right of 1× it is higher; pale bar and ~ = not significant."
+	chartMixed   = "Where a colour lists several units, a workload's bar shows the first of them it reports."
 )
 
-// chartMetric is one bar per workload.
-type chartMetric struct {
-	tidy  string
-	label string
-	color color.RGBA
-}
-
-var chartMetrics = []chartMetric{
-	{"sec/op", "time/op", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
-	{"allocs/op", "allocs/op", color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}},
-}
-
-// chartBar is one metric of one workload.
-type chartBar struct {
-	ratio float64 // NaN: no bar
-	sig   bool
-}
+// Font sizes in points.
+const (
+	titleSize   = 15
+	legendSize  = 11
+	captionSize = 11
+	nameSize    = 11
+	valueSize   = 10
+)
 
 // WriteSVG renders the ratio chart as SVG.
 func WriteSVG(w io.Writer, r *Report) error {
-	p, h := buildChart(r)
-	c := vgsvg.New(chartWidth, h)
-	p.Draw(padded(draw.New(c)))
-	_, err := c.WriteTo(w)
+	ch := buildChart(r)
+	c := vgsvg.New(chartWidth, ch.height)
+	ch.draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return err
+	}
+	_, err := w.Write(withFallbackFonts(b.Bytes()))
 	return err
 }
 
 // WritePNG renders the same chart as PNG.
 func WritePNG(w io.Writer, r *Report) error {
-	p, h := buildChart(r)
-	c := vgimg.NewWith(vgimg.UseWH(chartWidth, h), vgimg.UseDPI(chartDPI))
-	p.Draw(padded(draw.New(c)))
+	ch := buildChart(r)
+	c := vgimg.NewWith(vgimg.UseWH(chartWidth, ch.height), vgimg.UseDPI(chartDPI))
+	ch.draw(draw.New(c))
 	_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(w)
 	return err
 }
 
-// padded leaves a margin around the plot so no label touches the edge.
-func padded(c draw.Canvas) draw.Canvas {
-	m := vg.Points(12)
-	return draw.Crop(c, m, -m, m, -m)
+// A chart is laid out top to bottom: the title, the legend (entries left to
+// right, wrapped), the plot (workload names on the left, one group of bars
+// per workload, the ratio axis) and the caption. gonum draws the axis and
+// the grid; the rest is drawn here so that it can be placed for fonts wider
+// than the one gonum measures with (see wide).
+type chart struct {
+	plot    *plot.Plot // nil: nothing paired
+	title   []string
+	legend  [][]chartLegend // rows
+	caption []string
+	height  vg.Length
 }
 
-// sans sets a text style's font to Liberation Sans at size points.
-func sans(st *text.Style, size float64) {
-	st.Font.Typeface = "Liberation"
-	st.Font.Variant = "Sans"
-	st.Font.Size = vg.Points(size)
-}
+// Vertical space of one text line and one legend row.
+func lineHeight(st text.Style) vg.Length { return st.FontExtents().Height * 1.2 }
 
-// buildChart lays out horizontal bars of log10(typed/upstream) for time/op
-// and allocs/op per workload, first workload on top, with a line at 1×.
-// Bars left of the line mean typed is lower (better); pale bars and "~" mark
-// differences that are not significant.
-func buildChart(r *Report) (*plot.Plot, vg.Length) {
+func legendRowHeight() vg.Length { return max(lineHeight(sans(legendSize)), swatchH+4) }
+
+// Legend swatches.
+const (
+	swatchW   = 18
+	swatchH   = 10
+	swatchGap = 5  // between a swatch and its text
+	entryGap  = 18 // between entries
+)
+
+// buildChart lays out horizontal bars of log10(typed/upstream) per workload,
+// first workload on top, with a line at 1×. Bars left of the line mean typed
+// is lower; pale bars and "~" mark differences that are not significant.
+func buildChart(r *Report) *chart {
+	d := selectChartData(r)
+	inner := chartWidth - 2*chartMargin
+	ch := &chart{title: []string{chartTitle}}
+	caption := chartCaption
+	if d.mixed {
+		caption += " " + chartMixed
+	}
+	ch.caption = wrapText(sans(captionSize), caption, inner)
+	ch.legend = layoutLegend(d.legend, inner)
+	if len(d.workloads) == 0 {
+		ch.title = append(ch.title, "(no paired results)")
+		ch.caption = nil
+		ch.height = 2*chartMargin + ch.headerHeight() + 0.5*vg.Inch
+		return ch
+	}
+
+	// Names take what they need up to 40% of the width; longer ones
+	// are wrapped after a "/".
+	nameW := vg.Length(0)
+	for _, w := range d.workloads {
+		nameW = max(nameW, wide(sans(nameSize), w.name))
+	}
+	nameW = min(nameW, inner*0.4)
+	bars := newChartBars(d, nameW, chartMargin)
 	p := plot.New()
-	p.Title.Text = "informer: typed / upstream client-go, median per workload"
-	sans(&p.Title.TextStyle, 15)
-	p.Title.Padding = vg.Points(10)
-
-	var names []string
-	var bars [][]chartBar // [workload][metric]
-	for i := 0; i < len(r.Rows); {
-		j := i + 1
-		for j < len(r.Rows) && !r.Rows[j].First {
-			j++
-		}
-		wb := make([]chartBar, len(chartMetrics))
-		has := false
-		for k, m := range chartMetrics {
-			wb[k] = chartBar{ratio: math.NaN()}
-			for _, rw := range r.Rows[i:j] {
-				if rw.Tidy == m.tidy && rw.Cmp != nil && !math.IsNaN(rw.Ratio) {
-					wb[k] = chartBar{ratio: rw.Ratio, sig: rw.Verdict() == "better" || rw.Verdict() == "worse"}
-					has = true
-				}
-			}
-		}
-		if has {
-			names = append(names, strings.Replace(r.Rows[i].Workload, "Benchmark", "", 1)) // "e2e.BenchmarkX" too
-			bars = append(bars, wb)
-		}
-		i = j
-	}
-	n := len(names)
-	height := chartOverhead + chartRow*vg.Length(max(n, 2))
-	if n == 0 {
-		p.Title.Text += "\n(no paired results)"
-		p.HideAxes()
-		return p, height
-	}
-
-	// Values in log10 space; 0 and ∞ ratios are drawn at the edge.
-	lo, hi := math.Log10(0.5), math.Log10(2)
-	for _, wb := range bars {
-		for _, b := range wb {
-			if b.ratio > 0 && !math.IsInf(b.ratio, 0) {
-				lo, hi = math.Min(lo, math.Log10(b.ratio)), math.Max(hi, math.Log10(b.ratio))
-			}
-		}
-	}
-	span := hi - lo
-	edgeLo, edgeHi := lo-0.05*span, hi+0.05*span
-	// Room for the value labels on both sides.
-	xMin, xMax := edgeLo-0.22*span-0.1, edgeHi+0.22*span+0.1
-	yMin, yMax := -0.6, float64(n)+0.3
-	logOf := func(r float64) float64 {
-		switch {
-		case r <= 0:
-			return edgeLo
-		case math.IsInf(r, 1):
-			return edgeHi
-		}
-		return math.Log10(r)
-	}
-
-	// Workload i is drawn at y = n-1-i so the first one is on top; the
-	// space above the last row holds the legend.
-	rev := make([]string, n)
-	for i, s := range names {
-		rev[n-1-i] = s
-	}
-	p.NominalY(rev...)
-	sans(&p.Y.Tick.Label, 11)
+	p.HideY()
+	p.Y.Padding = nameW + 10 // room for the names, drawn by chartBars
+	p.Y.Min, p.Y.Max = 0, float64(bars.height())
 	p.X.Tick.Marker = ratioTicks{}
-	sans(&p.X.Tick.Label, 11)
-	p.X.Label.Text = "typed / upstream (log scale): left of 1× typed is lower, right of 1× it is higher; pale bar and ~ = not significant"
-	sans(&p.X.Label.TextStyle, 11)
-
+	setSans(&p.X.Tick.Label, 11)
 	grid := plotter.NewGrid()
 	grid.Horizontal.Color = color.Transparent
 	grid.Vertical.Color = color.Gray{Y: 0xe6}
-	p.Add(grid)
+	p.Add(grid, bars)
+	ch.plot = p
 
-	barW := chartRow * 0.38
-	for k, m := range chartMetrics {
-		offset := barW/2 - vg.Length(k)*barW // first metric above the second
-		for _, sig := range []bool{true, false} {
-			vals := make(plotter.Values, n)
-			labels := plotter.XYLabels{XYs: make(plotter.XYs, 0, n)}
-			var styles []text.Style
-			for i, wb := range bars {
-				b := wb[k]
-				if math.IsNaN(b.ratio) || b.sig != sig {
-					continue
-				}
-				v := logOf(b.ratio)
-				vals[n-1-i] = v
-				lbl := formatRatio(b.ratio)
-				if !sig {
-					lbl += " ~"
-				}
-				st := text.Style{Color: color.Gray{Y: 0x20}, YAlign: draw.YCenter, Handler: p.TextHandler}
-				sans(&st, 10)
-				x := v + 0.012*(xMax-xMin)
-				st.XAlign = draw.XLeft
-				if v < 0 {
-					x, st.XAlign = v-0.012*(xMax-xMin), draw.XRight
-				}
-				labels.XYs = append(labels.XYs, plotter.XY{X: x, Y: float64(n - 1 - i)})
-				labels.Labels = append(labels.Labels, lbl)
-				styles = append(styles, st)
-			}
-			bc, err := plotter.NewBarChart(vals, barW)
-			if err != nil {
-				panic(err) // barW > 0 and vals are finite
-			}
-			bc.Horizontal = true
-			bc.Offset = offset
-			bc.Color = m.color
-			bc.LineStyle.Width = 0
-			if !sig {
-				bc.Color = pale(m.color)
-			} else {
-				p.Legend.Add(m.label, bc)
-			}
-			p.Add(bc)
-			if len(styles) > 0 {
-				lp, err := plotter.NewLabels(labels)
-				if err != nil {
-					panic(err)
-				}
-				lp.TextStyle = styles
-				lp.Offset = vg.Point{Y: offset}
-				p.Add(lp)
-			}
+	// The ratio axis: room for the value labels beside the bar ends,
+	// measured with wide, on the side each one is drawn. The data width is
+	// what is left of the names, less room for the outer tick labels.
+	dataW := inner - p.Y.Padding - chartRight - 24
+	p.X.Min, p.X.Max = bars.xRange(dataW)
+
+	// Height: header, rows, axis, caption.
+	probe := vg.Length(1000)
+	dc := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: inner - chartRight, Y: probe}}})
+	axisH := probe - dc.Size().Y
+	ch.height = 2*chartMargin + ch.headerHeight() + bars.height() + axisH + ch.footerHeight()
+	return ch
+}
+
+// chartRight is left free right of the plot, where the outer tick label
+// and the value labels may run in a wider font.
+const chartRight = 6
+
+// layoutLegend places the entries in rows of at most width.
+func layoutLegend(entries []chartLegend, width vg.Length) [][]chartLegend {
+	var rows [][]chartLegend
+	var row []chartLegend
+	var used vg.Length
+	for _, e := range entries {
+		w := legendEntryWidth(e)
+		if len(row) > 0 && used+entryGap+w > width {
+			rows = append(rows, row)
+			row, used = nil, 0
 		}
+		if len(row) > 0 {
+			used += entryGap
+		}
+		row = append(row, e)
+		used += w
 	}
-
-	one, err := plotter.NewLine(plotter.XYs{{X: 0, Y: yMin}, {X: 0, Y: float64(n) - 0.4}})
-	if err != nil {
-		panic(err)
+	if len(row) > 0 {
+		rows = append(rows, row)
 	}
-	one.LineStyle.Width = vg.Points(1.5)
-	one.LineStyle.Color = color.Gray{Y: 0x30}
-	p.Add(one)
+	return rows
+}
 
-	p.Legend.Top = true
-	sans(&p.Legend.TextStyle, 11)
-	p.Legend.XOffs = -vg.Points(6)
-	p.Legend.ThumbnailWidth = vg.Points(18)
-	// Set last: the plotters' data ranges widen the axes when added.
-	p.X.Min, p.X.Max = xMin, xMax
-	p.Y.Min, p.Y.Max = yMin, yMax
-	return p, height
+func legendEntryWidth(e chartLegend) vg.Length {
+	return swatchW + swatchGap + wide(sans(legendSize), e.text)
+}
+
+func (ch *chart) headerHeight() vg.Length {
+	h := lineHeight(sans(titleSize)) * vg.Length(len(ch.title))
+	if len(ch.legend) > 0 {
+		h += 6 + legendRowHeight()*vg.Length(len(ch.legend))
+	}
+	return h + 10
+}
+
+func (ch *chart) footerHeight() vg.Length {
+	if len(ch.caption) == 0 {
+		return 0
+	}
+	return 6 + lineHeight(sans(captionSize))*vg.Length(len(ch.caption))
+}
+
+// draw renders the chart on c, which is chartWidth × ch.height.
+func (ch *chart) draw(c draw.Canvas) {
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+	c = draw.Crop(c, chartMargin, -chartMargin, chartMargin, -chartMargin)
+	center := (c.Min.X + c.Max.X) / 2
+
+	// Header: the title lines, then the legend rows; all text left-aligned,
+	// so that a wider font runs right, away from a swatch.
+	y := c.Max.Y
+	st := sans(titleSize)
+	for _, line := range ch.title {
+		lh := lineHeight(st)
+		c.FillText(st, vg.Point{X: centred(st, line, center, c.Max.X), Y: y - lh/2}, line)
+		y -= lh
+	}
+	if len(ch.legend) > 0 {
+		y -= 6
+	}
+	st = sans(legendSize)
+	for _, row := range ch.legend {
+		rh := legendRowHeight()
+		var rowW vg.Length
+		for i, e := range row {
+			if i > 0 {
+				rowW += entryGap
+			}
+			rowW += legendEntryWidth(e)
+		}
+		x, mid := center-rowW/2, y-rh/2
+		for _, e := range row {
+			clr := chartSeriesList[e.series].color
+			c.FillPolygon(clr, rect(x, mid-swatchH/2, x+swatchW, mid+swatchH/2))
+			c.FillText(st, vg.Point{X: x + swatchW + swatchGap, Y: mid}, e.text)
+			x += legendEntryWidth(e) + entryGap
+		}
+		y -= rh
+	}
+	if ch.plot == nil {
+		return
+	}
+	top := c.Max.Y - y + 10
+
+	// Footer: caption lines, centred like the title.
+	st = sans(captionSize)
+	y = c.Min.Y + ch.footerHeight()
+	y -= 6
+	for _, line := range ch.caption {
+		lh := lineHeight(st)
+		c.FillText(st, vg.Point{X: centred(st, line, center, c.Max.X), Y: y - lh/2}, line)
+		y -= lh
+	}
+	ch.plot.Draw(draw.Crop(c, 0, -chartRight, ch.footerHeight(), -top))
+}
+
+// rect is the closed polygon of a rectangle.
+func rect(x0, y0, x1, y1 vg.Length) []vg.Point {
+	return []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
 }
 
 func pale(c color.RGBA) color.RGBA {
 	mix := func(v uint8) uint8 { return uint8((int(v) + 3*0xff) / 4) }
 	return color.RGBA{R: mix(c.R), G: mix(c.G), B: mix(c.B), A: 0xff}
 }
+
+// maxDecades is the most decades labelled on the ratio axis.
+const maxDecades = 7
 
 // ratioTicks labels a log10 axis with ratios: 0.1×, 0.2×, 0.5×, 1×, 2×, ...
 type ratioTicks struct{}
@@ -247,21 +266,30 @@ func (ratioTicks) Ticks(min, max float64) []plot.Tick {
 			if v < min || v > max {
 				continue
 			}
-			ticks = append(ticks, plot.Tick{Value: v, Label: fmtTick(m * math.Pow(10, e))})
+			ticks = append(ticks, plot.Tick{Value: v, Label: fmtTick(m, e)})
 		}
 	}
-	if len(ticks) > 11 { // keep decades only
-		var dec []plot.Tick
-		for _, t := range ticks {
-			if math.Abs(t.Value-math.Round(t.Value)) < 1e-9 {
-				dec = append(dec, t)
-			}
+	if len(ticks) <= 11 {
+		return ticks
+	}
+	// Decades only, every step-th of them, 1× among them.
+	var dec []plot.Tick
+	for _, t := range ticks {
+		if math.Abs(t.Value-math.Round(t.Value)) < 1e-9 {
+			dec = append(dec, t)
 		}
-		ticks = dec
+	}
+	step := (len(dec) + maxDecades - 1) / maxDecades
+	ticks = dec[:0]
+	for _, t := range dec {
+		if int(math.Round(t.Value))%step == 0 {
+			ticks = append(ticks, t)
+		}
 	}
 	return ticks
 }
 
-func fmtTick(v float64) string {
-	return fmt.Sprintf("%g×", math.Round(v*1000)/1000)
+// fmtTick formats m×10^e (m one digit) without exponent or rounding error.
+func fmtTick(m, e float64) string {
+	return strconv.FormatFloat(m*math.Pow(10, e), 'f', int(max(0, -e)), 64) + "×"
 }

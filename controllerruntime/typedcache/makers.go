@@ -1,0 +1,136 @@
+package typedcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/clientgo"
+	"github.com/typedkube/informer/wire"
+)
+
+// forOptions returns the options of the informer of k in s, with what
+// runs on each object before it is cached: pre (the cache's own step),
+// then the scope's transform.
+func forOptions[T informer.Object](s *scope, k kind, pre func(T)) informer.ForOptions[T] {
+	sel := s.selectionFor(k)
+	return informer.ForOptions[T]{
+		Namespace:     sel.namespace,
+		LabelSelector: sel.label,
+		FieldSelector: sel.field,
+		ResyncPeriod:  sel.resync,
+		Transform:     transformFor(s.spec.cfg.transform, pre),
+	}
+}
+
+// transformFor returns pre followed by f, a transform of controller-runtime's
+// signature, as a typed transform: an object f returns of another type is an
+// error the informer reports, not a panic.
+func transformFor[T informer.Object](f toolscache.TransformFunc, pre func(T)) informer.TransformFunc[T] {
+	if f == nil && pre == nil {
+		return nil
+	}
+	return func(obj T) (T, error) {
+		if pre != nil {
+			pre(obj)
+		}
+		if f == nil {
+			return obj, nil
+		}
+		out, err := f(obj)
+		var zero T
+		if err != nil {
+			return zero, err
+		}
+		t, ok := out.(T)
+		if !ok {
+			return zero, fmt.Errorf("typedcache: the transform returned %T for a %T", out, obj)
+		}
+		return t, nil
+	}
+}
+
+// dropManagedFields is what Options.DropManagedFields does to an object
+// that was decoded with its managedFields.
+func dropManagedFields[T informer.Object](obj T) {
+	if obj.GetManagedFields() != nil {
+		obj.SetManagedFields(nil)
+	}
+}
+
+// removeFrom returns the stop function of an informer of f named name.
+func removeFrom(f *informer.Factory, name string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := f.Remove(ctx, name); err != nil && !errors.Is(err, informer.ErrNoInformer) && !errors.Is(err, informer.ErrFactoryStopped) {
+			return err
+		}
+		return nil
+	}
+}
+
+// typedMaker makes the entry of a kind whose Go type T the cache knows: the
+// factory's informer of T, decoded by package wire unless Options.Decoding
+// says otherwise.
+func typedMaker[T client.Object](ctx context.Context, s *scope, k kind) (entry, error) {
+	var pre func(T)
+	if s.c.opts.DropManagedFields && !wireDecodes[T](s) {
+		pre = dropManagedFields[T]
+	}
+	inf, err := informer.ForContext(ctx, s.factory, forOptions(s, k, pre))
+	if err != nil {
+		return nil, fmt.Errorf("typedcache: informer of %v: %w", k.gvk, err)
+	}
+	return newTypedEntry(inf, k, sameConverter[T](), clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
+}
+
+// wireDecodes reports whether the factory of s decodes T with package
+// wire, which drops managedFields itself when asked to.
+func wireDecodes[T client.Object](s *scope) bool {
+	if s.c.opts.Decoding != informer.DecodeWire {
+		return false
+	}
+	_, err := wire.NewDecoder[T, T](wire.Options{})
+	return err == nil
+}
+
+// unstructuredMaker makes the entry of a kind read as
+// *unstructured.Unstructured: the factory's informer of its resource,
+// through the dynamic client.
+func unstructuredMaker(_ context.Context, s *scope, k kind) (entry, error) {
+	var pre func(*unstructured.Unstructured)
+	if s.c.opts.DropManagedFields {
+		pre = dropManagedFields[*unstructured.Unstructured]
+	}
+	inf, err := informer.ForUnstructured(s.factory, k.gvr, forOptions(s, k, pre))
+	if err != nil {
+		return nil, fmt.Errorf("typedcache: informer of %v (unstructured): %w", k.gvk, err)
+	}
+	return newTypedEntry(inf, k, sameConverter[*unstructured.Unstructured](), clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
+}
+
+// metadataMaker makes the entry of a kind read as
+// *metav1.PartialObjectMetadata: the factory's informer of its resource,
+// through the metadata client. Each object carries the kind's
+// group-version-kind, as in controller-runtime, where the server's say
+// PartialObjectMetadata: handlers and unsafe reads see the kind.
+func metadataMaker(_ context.Context, s *scope, k kind) (entry, error) {
+	gvk := k.gvk
+	drop := s.c.opts.DropManagedFields
+	pre := func(obj *metav1.PartialObjectMetadata) {
+		obj.SetGroupVersionKind(gvk)
+		if drop {
+			dropManagedFields(obj)
+		}
+	}
+	inf, err := informer.ForMetadata(s.factory, k.gvr, forOptions(s, k, pre))
+	if err != nil {
+		return nil, fmt.Errorf("typedcache: informer of %v (metadata): %w", k.gvk, err)
+	}
+	return newTypedEntry(inf, k, sameConverter[*metav1.PartialObjectMetadata](), clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
+}
