@@ -152,17 +152,17 @@ func convertedListWatch[From, To Object](full ListerWatcher[From], tweak func(*m
 			if err != nil {
 				return nil, err
 			}
-			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+			return newConvertingWatch(w, func(ev watch.Event) watch.Event {
 				obj, ok := ev.Object.(From)
 				if !ok || ev.Type == watch.Error {
-					return ev, true
+					return ev
 				}
 				to, err := conv(obj)
 				if err != nil {
-					return undecodableEvent(ev, err), true
+					return undecodableEvent(ev, err)
 				}
 				ev.Object = to
-				return ev, true
+				return ev
 			}), nil
 		},
 	}
