@@ -1,0 +1,154 @@
+package wire
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"slices"
+	"unsafe"
+)
+
+// shareSet is one set of a two-way set-associative table of values made
+// for byte runs: two runs and their values, the least recently used
+// replaced. With two ways, two runs that fall in one set (an object's
+// labels and its annotations, say) do not evict each other object after
+// object.
+type shareSet[V any] struct {
+	ways [2]shareSlot[V]
+	lru  uint8 // the way to replace next
+}
+
+type shareSlot[V any] struct {
+	run  string // the bytes the value was made for
+	v    V
+	used bool
+}
+
+// get returns the value the set remembers for run, and whether it has
+// one; a hit makes its way the most recently used.
+func (set *shareSet[V]) get(run []byte) (V, bool) {
+	for w := range set.ways {
+		if slot := &set.ways[w]; slot.used && slot.run == string(run) {
+			set.lru = uint8(1 - w)
+			return slot.v, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+// put remembers v for run, a string the set keeps, in place of the set's
+// least recently used way.
+func (set *shareSet[V]) put(run string, v V) {
+	w := set.lru
+	set.ways[w] = shareSlot[V]{run: run, v: v, used: true}
+	set.lru = 1 - w
+}
+
+// mapSet is a set of the map table.
+type mapSet = shareSet[map[string]string]
+
+// mapTable remembers the maps made for recent runs of map entries: a
+// two-way set-associative table of bounded size, keyed by the entries'
+// bytes, which it keeps to compare, so a hit is never a wrong map.
+type mapTable struct {
+	seed maphash.Seed
+	sets []mapSet
+	keys []string // scratch of share
+	buf  []byte   // scratch of share
+}
+
+const (
+	mapSets   = 1 << 8 // of two ways: 512 maps
+	mapMaxRun = 2048   // longer runs are not shared
+)
+
+func newMapTable() *mapTable {
+	return &mapTable{seed: maphash.MakeSeed(), sets: make([]mapSet, mapSets)}
+}
+
+// find returns the set of run, nil if run is not to be shared, and the
+// map remembered for run, nil if none; a hit makes its way the most
+// recently used.
+func (t *mapTable) find(run []byte) (*mapSet, map[string]string) {
+	if len(run) > mapMaxRun {
+		return nil, nil
+	}
+	set := &t.sets[maphash.Bytes(t.seed, run)&(mapSets-1)]
+	m, _ := set.get(run)
+	return set, m
+}
+
+// share replaces the map at m, decoded from JSON, by an equal one seen
+// recently, or remembers it. Its key is the entries in key order, each key
+// and value preceded by its length, so that no two maps have one key.
+func (t *mapTable) share(m *map[string]string) {
+	if len(*m) == 0 {
+		return
+	}
+	t.keys = t.keys[:0]
+	n := 0
+	for k, v := range *m {
+		t.keys = append(t.keys, k)
+		n += len(k) + len(v) + 2*binary.MaxVarintLen64
+	}
+	if n > mapMaxRun {
+		clear(t.keys)
+		return
+	}
+	slices.Sort(t.keys)
+	t.buf = t.buf[:0]
+	for _, k := range t.keys {
+		v := (*m)[k]
+		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(k))), k...)
+		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(v))), v...)
+	}
+	clear(t.keys)
+	if set, seen := t.find(t.buf); seen != nil {
+		*m = seen
+	} else if set != nil {
+		set.put(string(t.buf), *m)
+	}
+}
+
+// bytesTable shares byte slices between objects: the FieldsV1 of
+// managedFields, which are the same for the Pods of one ReplicaSet (the
+// controller's create) and differ only in their timestamps. A slice equal
+// to one made recently is that slice, whose bytes are never written again:
+// the decoder replaces a shared slice rather than write into it, and the
+// objects are read-only. A two-way set-associative table of bounded size:
+// at most bytesSets*2 slices of at most bytesMaxLen bytes (4 MiB), which
+// the objects share and which it keeps, after they have gone, until
+// other slices replace them.
+type bytesTable struct {
+	seed maphash.Seed
+	sets []shareSet[[]byte]
+}
+
+const (
+	bytesSets   = 1 << 6   // of two ways: 128 slices
+	bytesMaxLen = 32 << 10 // longer slices are not shared
+)
+
+func newBytesTable() *bytesTable {
+	return &bytesTable{seed: maphash.MakeSeed(), sets: make([]shareSet[[]byte], bytesSets)}
+}
+
+// get returns a slice equal to b that the object may keep: one made for
+// equal bytes recently, or a new copy, which it remembers. It is never nil.
+func (t *bytesTable) get(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{}
+	}
+	v := append([]byte(nil), b...)
+	v = v[:len(v):len(v)] // an append to it copies
+	if len(b) > bytesMaxLen {
+		return v
+	}
+	set := &t.sets[maphash.Bytes(t.seed, b)&(bytesSets-1)]
+	if seen, ok := set.get(b); ok {
+		return seen
+	}
+	// The key is the copy itself, seen as a string: it is never written.
+	set.put(unsafe.String(unsafe.SliceData(v), len(v)), v)
+	return v
+}
