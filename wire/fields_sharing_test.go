@@ -43,9 +43,9 @@ func TestFieldsV1Sharing(t *testing.T) {
 				}
 				got, err = d.Protobuf(msg)
 			} else {
-				js, err := json.Marshal(p)
-				if err != nil {
-					t.Fatal(err)
+				js, jerr := json.Marshal(p)
+				if jerr != nil {
+					t.Fatal(jerr)
 				}
 				if err := json.Unmarshal(js, want); err != nil {
 					t.Fatal(err)
