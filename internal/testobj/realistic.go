@@ -149,6 +149,20 @@ func randomName(seed uint64, n int) string {
 	return string(b)
 }
 
+// podSuffix returns the 5 characters that end the i-th realistic Pod's name, as a ReplicaSet's
+// generated names end: distinct for every i below 27^5.
+func podSuffix(i int) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	const n = 27 * 27 * 27 * 27 * 27
+	x := (i*7919 + 104729) % n // a permutation of [0, n): 7919 is prime to 27
+	b := make([]byte, 5)
+	for j := range b {
+		b[j] = alphabet[x%len(alphabet)]
+		x /= len(alphabet)
+	}
+	return string(b)
+}
+
 // RealisticPodCreate returns the i-th realistic Pod as its ReplicaSet
 // controller creates it, with the defaults the API server would set: no
 // status, no managedFields, no UID, resourceVersion or creation time.
@@ -191,7 +205,7 @@ func RealisticPodCreate(namespace string, i, replicaSets int) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:         rs + "-" + randomName(uint64(i)*31+7, 5),
+			Name:         rs + "-" + podSuffix(i),
 			GenerateName: rs + "-",
 			Namespace:    namespace,
 			Labels: map[string]string{

@@ -44,7 +44,15 @@ func TestRealisticPods(t *testing.T) {
 	if raw(0, 1) == raw(20, 1) {
 		t.Error("two Pods have the same FieldsV1 for the kubelet's update")
 	}
-	if pods[0].OwnerReferences[0].Name == pods[1].OwnerReferences[0].Name || pods[0].Name == pods[20].Name {
-		t.Error("ReplicaSets or Pods share a name")
+	if pods[0].OwnerReferences[0].Name == pods[1].OwnerReferences[0].Name {
+		t.Error("two ReplicaSets have one name")
+	}
+	names := map[string]bool{}
+	for i := range 50000 {
+		p := RealisticPodCreate("shop", i, 20)
+		if names[p.Name] {
+			t.Fatalf("pod %d has the name of another: %s", i, p.Name)
+		}
+		names[p.Name] = true
 	}
 }
