@@ -115,40 +115,90 @@ func (t *mapTable) share(m *map[string]string) {
 // controller's create) and differ only in their timestamps. A slice equal
 // to one made recently is that slice, whose bytes are never written again:
 // the decoder replaces a shared slice rather than write into it, and the
-// objects are read-only. A two-way set-associative table of bounded size:
-// at most bytesSets*2 slices of at most bytesMaxLen bytes (4 MiB), which
-// the objects share and which it keeps, after they have gone, until
-// other slices replace them.
+// objects are read-only.
+//
+// A four-way set-associative table, the least recently used way replaced,
+// of bounded size: it keeps at most bytesBudget bytes (4 MiB), in slices
+// of at most bytesMaxLen, which the objects share and which it keeps,
+// after they have gone, until other slices replace them. With four ways,
+// the creates of dozens of ReplicaSets whose Pods come interleaved (a
+// watch) stay in the table together.
+//
+// Bytes enter the table the second time they come, not the first: many
+// come once (the kubelet's entry names the Pod's IP), and would otherwise
+// push out, one Pod after another, those that repeat. Those seen once are
+// remembered by their hash alone, in once.
 type bytesTable struct {
-	seed maphash.Seed
-	sets []shareSet[[]byte]
+	seed  maphash.Seed
+	sets  []bytesSet
+	once  []uint64 // hashes of bytes seen once recently, direct-mapped; 0 is none
+	held  int      // the bytes of the slices in sets
+	clock uint64   // ticks at every use of a way
+}
+
+type bytesSet struct {
+	ways [4]bytesSlot
+}
+
+type bytesSlot struct {
+	run  string // the slice's bytes, the slice itself seen as a string
+	v    []byte
+	used uint64 // the clock at its last use; 0: empty
 }
 
 const (
-	bytesSets   = 1 << 6   // of two ways: 128 slices
+	bytesSets   = 1 << 7   // of four ways: 512 slices
 	bytesMaxLen = 32 << 10 // longer slices are not shared
+	bytesBudget = 4 << 20  // the bytes the table keeps at most
+	bytesOnce   = 1 << 10  // hashes of bytes seen once
 )
 
 func newBytesTable() *bytesTable {
-	return &bytesTable{seed: maphash.MakeSeed(), sets: make([]shareSet[[]byte], bytesSets)}
+	return &bytesTable{seed: maphash.MakeSeed(), sets: make([]bytesSet, bytesSets), once: make([]uint64, bytesOnce)}
 }
 
 // get returns a slice equal to b that the object may keep: one made for
-// equal bytes recently, or a new copy, which it remembers. It is never nil.
+// equal bytes recently, or a new copy, which it remembers if it has seen
+// the bytes once before. It is never nil.
 func (t *bytesTable) get(b []byte) []byte {
 	if len(b) == 0 {
 		return []byte{}
 	}
-	v := append([]byte(nil), b...)
-	v = v[:len(v):len(v)] // an append to it copies
 	if len(b) > bytesMaxLen {
+		return cloneBytes(b)
+	}
+	h := maphash.Bytes(t.seed, b)
+	set := &t.sets[h&(bytesSets-1)]
+	t.clock++
+	oldest := &set.ways[0]
+	for w := range set.ways {
+		slot := &set.ways[w]
+		if slot.used != 0 && slot.run == string(b) {
+			slot.used = t.clock
+			return slot.v
+		}
+		if slot.used < oldest.used {
+			oldest = slot
+		}
+	}
+	v := cloneBytes(b)
+	h |= 1 // never 0, which marks an empty slot of once
+	if once := &t.once[h>>32&(bytesOnce-1)]; *once != h {
+		*once = h
 		return v
 	}
-	set := &t.sets[maphash.Bytes(t.seed, b)&(bytesSets-1)]
-	if seen, ok := set.get(b); ok {
-		return seen
+	if t.held-len(oldest.v)+len(v) > bytesBudget {
+		return v
 	}
+	t.held += len(v) - len(oldest.v)
 	// The key is the copy itself, seen as a string: it is never written.
-	set.put(unsafe.String(unsafe.SliceData(v), len(v)), v)
+	*oldest = bytesSlot{run: unsafe.String(unsafe.SliceData(v), len(v)), v: v, used: t.clock}
 	return v
+}
+
+// cloneBytes returns a copy of b whose capacity is its length, so that an
+// append to it copies.
+func cloneBytes(b []byte) []byte {
+	v := append([]byte(nil), b...)
+	return v[:len(v):len(v)]
 }
