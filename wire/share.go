@@ -127,13 +127,21 @@ func (t *mapTable) share(m *map[string]string) {
 // Bytes enter the table the second time they come, not the first: many
 // come once (the kubelet's entry names the Pod's IP), and would otherwise
 // push out, one Pod after another, those that repeat. Those seen once are
-// remembered by their hash alone, in once.
+// remembered by their hash alone, in once: four to a set, the oldest
+// replaced, so that two that fall in one set (two ReplicaSets' creates,
+// interleaved) do not forget each other before they come again.
 type bytesTable struct {
 	seed  maphash.Seed
 	sets  []bytesSet
-	once  []uint64 // hashes of bytes seen once recently, direct-mapped; 0 is none
-	held  int      // the bytes of the slices in sets
-	clock uint64   // ticks at every use of a way
+	once  []onceSet
+	held  int    // the bytes of the slices in sets
+	clock uint64 // ticks at every use of a way
+}
+
+// onceSet holds hashes of bytes seen once recently; 0 is none.
+type onceSet struct {
+	h    [4]uint64
+	next uint8 // the one to replace next
 }
 
 type bytesSet struct {
@@ -150,11 +158,26 @@ const (
 	bytesSets   = 1 << 7   // of four ways: 512 slices
 	bytesMaxLen = 32 << 10 // longer slices are not shared
 	bytesBudget = 4 << 20  // the bytes the table keeps at most
-	bytesOnce   = 1 << 10  // hashes of bytes seen once
+	bytesOnce   = 1 << 8   // sets of four hashes of bytes seen once
 )
 
 func newBytesTable() *bytesTable {
-	return &bytesTable{seed: maphash.MakeSeed(), sets: make([]bytesSet, bytesSets), once: make([]uint64, bytesOnce)}
+	return &bytesTable{seed: maphash.MakeSeed(), sets: make([]bytesSet, bytesSets), once: make([]onceSet, bytesOnce)}
+}
+
+// seenBefore reports whether the hash h (never 0) was seen, and forgets
+// it if so; if not, it remembers it in place of the oldest of its set.
+func (t *bytesTable) seenBefore(h uint64) bool {
+	set := &t.once[h>>32&(bytesOnce-1)]
+	for i, x := range set.h {
+		if x == h {
+			set.h[i] = 0
+			return true
+		}
+	}
+	set.h[set.next] = h
+	set.next = (set.next + 1) % uint8(len(set.h))
+	return false
 }
 
 // get returns a slice equal to b that the object may keep: one made for
@@ -182,9 +205,7 @@ func (t *bytesTable) get(b []byte) []byte {
 		}
 	}
 	v := cloneBytes(b)
-	h |= 1 // never 0, which marks an empty slot of once
-	if once := &t.once[h>>32&(bytesOnce-1)]; *once != h {
-		*once = h
+	if !t.seenBefore(h | 1) { // never 0, which is none
 		return v
 	}
 	if t.held-len(oldest.v)+len(v) > bytesBudget {
