@@ -137,9 +137,9 @@ func BenchmarkDecodePod(b *testing.B) {
 //     defaults (strings, maps and FieldsV1 shared);
 //   - object=nomanagedfields: client-go's objects without managedFields (a transform that drops
 //     them, as controller-runtime offers), and wire.Options.DropManagedFields;
-//   - object=projection: client-go's objects cut by a transform to a few fields (those of
-//     benchSlim, plus labels and owners), and benchSlim decoded by package wire, annotations
-//     dropped.
+//   - object=projection: client-go's objects cut by a transform to a few fields
+//     (testobj.SlimPod: those of benchSlim, plus labels and owners), and benchSlim decoded by
+//     package wire, annotations dropped.
 func BenchmarkRealisticPodHeap(b *testing.B) {
 	pods := testobj.RealisticPods("bench-realistic", 2000, 20)
 	msgs := make([][]byte, len(pods))
@@ -176,7 +176,7 @@ func BenchmarkRealisticPodHeap(b *testing.B) {
 	b.Run("object=nomanagedfields/impl=typed", func(b *testing.B) {
 		heldPerObject(b, msgs, typed(b, Options{DropManagedFields: true}))
 	})
-	b.Run("object=projection/impl=upstream", func(b *testing.B) { heldPerObject(b, msgs, upstream(slimPod)) })
+	b.Run("object=projection/impl=upstream", func(b *testing.B) { heldPerObject(b, msgs, upstream(testobj.SlimPod)) })
 	b.Run("object=projection/impl=typed", func(b *testing.B) {
 		d, err := NewDecoder[*benchSlim, *corev1.Pod](Options{Annotations: func(string) bool { return false }})
 		if err != nil {
@@ -184,22 +184,6 @@ func BenchmarkRealisticPodHeap(b *testing.B) {
 		}
 		heldPerObject(b, msgs, func(m []byte) (any, error) { return d.Protobuf(m) })
 	})
-}
-
-// slimPod is the transform a client-go user writes to keep benchSlim's fields, labels and
-// owners.
-func slimPod(p *corev1.Pod) *corev1.Pod {
-	s := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		Labels: p.Labels, OwnerReferences: p.OwnerReferences,
-	}}
-	s.Spec.NodeName = p.Spec.NodeName
-	s.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-	for i, c := range p.Spec.Containers {
-		s.Spec.Containers[i] = corev1.Container{Name: c.Name, Image: c.Image}
-	}
-	s.Status.Phase = p.Status.Phase
-	return s
 }
 
 // heldPerObject decodes every message with decode, keeping the objects, and reports the live

@@ -13,6 +13,7 @@ import (
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/e2e/internal/kubetest"
 	"github.com/typedkube/informer/e2e/internal/widget"
+	"github.com/typedkube/informer/internal/testobj"
 	"github.com/typedkube/informer/wire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,21 +174,10 @@ func typedPods(b *testing.B, cfg *rest.Config, ns string, opts informer.FactoryO
 
 // slimPod is the transform a client-go user writes to keep the fields of kubetest.PodSlim.
 func slimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
+	if p, ok := obj.(*corev1.Pod); ok {
+		return testobj.SlimPod(p), nil
 	}
-	s := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		Labels: p.Labels, OwnerReferences: p.OwnerReferences,
-	}}
-	s.Spec.NodeName = p.Spec.NodeName
-	s.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-	for i, c := range p.Spec.Containers {
-		s.Spec.Containers[i] = corev1.Container{Name: c.Name, Image: c.Image}
-	}
-	s.Status.Phase = p.Status.Phase
-	return s, nil
+	return obj, nil
 }
 
 // coldStartRealistic is BenchmarkColdStart over n realistic Pods (testobj.RealisticPods, about
