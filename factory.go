@@ -111,8 +111,8 @@ type FactoryOptions struct {
 	// Wire configures package wire's decoders, for DecodeWire and
 	// ForProjection: which annotations to keep, dropping managedFields,
 	// sharing strings and maps. Default: everything kept, strings shared,
-	// and maps shared between the objects of informers without a
-	// transform.
+	// and maps and managedFields' FieldsV1 bytes shared between the objects
+	// of informers without a transform.
 	Wire wire.Options
 	// HTTPClient, if set, carries every request of a factory made by
 	// NewFactory (lists, watches, discovery) instead of a client made from

@@ -2,9 +2,11 @@ package wire
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/typedkube/informer/internal/testobj"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,4 +128,94 @@ func BenchmarkDecodePod(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkRealisticPodHeap decodes the protobuf of 2,000 realistic Pods of 20 ReplicaSets
+// (testobj.RealisticPods: about 11 KB each, managedFields as the API server writes them) and
+// keeps them all, as a cache does; it reports the live heap they hold, per Pod (B/object):
+//   - object=full: impl=upstream with the generated Unmarshal, impl=typed with package wire's
+//     defaults (strings, maps and FieldsV1 shared);
+//   - object=nomanagedfields: client-go's objects without managedFields (a transform that drops
+//     them, as controller-runtime offers), and wire.Options.DropManagedFields;
+//   - object=projection: client-go's objects cut by a transform to a few fields
+//     (testobj.SlimPod: those of benchSlim, plus labels and owners), and benchSlim decoded by
+//     package wire, annotations dropped.
+func BenchmarkRealisticPodHeap(b *testing.B) {
+	pods := testobj.RealisticPods("bench-realistic", 2000, 20)
+	msgs := make([][]byte, len(pods))
+	for i, p := range pods {
+		m, err := p.Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs[i] = m
+	}
+	upstream := func(transform func(*corev1.Pod) *corev1.Pod) func([]byte) (any, error) {
+		return func(m []byte) (any, error) {
+			p := &corev1.Pod{}
+			if err := p.Unmarshal(m); err != nil {
+				return nil, err
+			}
+			return transform(p), nil
+		}
+	}
+	typed := func(b *testing.B, opts Options) func([]byte) (any, error) {
+		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(m []byte) (any, error) { return d.Protobuf(m) }
+	}
+	b.Run("object=full/impl=upstream", func(b *testing.B) {
+		heldPerObject(b, msgs, upstream(func(p *corev1.Pod) *corev1.Pod { return p }))
+	})
+	b.Run("object=full/impl=typed", func(b *testing.B) { heldPerObject(b, msgs, typed(b, Options{})) })
+	b.Run("object=nomanagedfields/impl=upstream", func(b *testing.B) {
+		heldPerObject(b, msgs, upstream(func(p *corev1.Pod) *corev1.Pod { p.ManagedFields = nil; return p }))
+	})
+	b.Run("object=nomanagedfields/impl=typed", func(b *testing.B) {
+		heldPerObject(b, msgs, typed(b, Options{DropManagedFields: true}))
+	})
+	b.Run("object=projection/impl=upstream", func(b *testing.B) { heldPerObject(b, msgs, upstream(testobj.SlimPod)) })
+	b.Run("object=projection/impl=typed", func(b *testing.B) {
+		d, err := NewDecoder[*benchSlim, *corev1.Pod](Options{Annotations: func(string) bool { return false }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		heldPerObject(b, msgs, func(m []byte) (any, error) { return d.Protobuf(m) })
+	})
+}
+
+// heldPerObject decodes every message with decode, keeping the objects, and reports the live
+// heap they hold per object (B/object), after a full collection.
+func heldPerObject(b *testing.B, msgs [][]byte, decode func([]byte) (any, error)) {
+	b.ReportAllocs()
+	var perObject float64
+	for b.Loop() {
+		b.StopTimer()
+		before := liveHeap()
+		b.StartTimer()
+		held := make([]any, len(msgs))
+		for i, m := range msgs {
+			o, err := decode(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			held[i] = o
+		}
+		b.StopTimer()
+		perObject = float64(liveHeap()-before) / float64(len(msgs))
+		runtime.KeepAlive(held)
+		b.StartTimer()
+	}
+	b.ReportMetric(perObject, "B/object")
+}
+
+// liveHeap returns the bytes of live heap after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

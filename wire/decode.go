@@ -4,11 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"maps"
 	"math"
 	"reflect"
-	"slices"
 	"unsafe"
 )
 
@@ -34,6 +32,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 type state struct {
 	strs   *interner
 	maps   *mapTable         // nil: no map sharing
+	bytes  *bytesTable       // nil: no sharing of FieldsV1
 	filter func(string) bool // annotations kept; nil keeps all
 }
 
@@ -189,6 +188,11 @@ func (s *state) scalar(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, er
 			return 0, err
 		}
 		dst := (*[]byte)(ptr)
+		if o.shared && s.bytes != nil {
+			// Never into the slice there: it may be shared.
+			*dst = s.bytes.get(b[start:end])
+			return end, nil
+		}
 		*dst = append((*dst)[:0], b[start:end]...)
 		if *dst == nil {
 			*dst = []byte{}
@@ -526,102 +530,7 @@ func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 		}
 	}
 	if set != nil && *m != nil && len(run) > 0 {
-		set.put(run, *m)
+		set.put(string(run), *m)
 	}
 	return end, nil
-}
-
-// mapTable remembers the maps made for recent runs of map entries: a
-// two-way set-associative table of bounded size, keyed by the entries'
-// bytes, which it keeps to compare, so a hit is never a wrong map. With two
-// ways, the least recently used replaced, two runs that fall in one set
-// (an object's labels and its annotations, say) do not evict each other
-// object after object.
-type mapTable struct {
-	seed maphash.Seed
-	sets []mapSet
-	keys []string // scratch of share
-	buf  []byte   // scratch of share
-}
-
-// mapSet is one set of the table: two runs and their maps.
-type mapSet struct {
-	ways [2]mapSlot
-	lru  uint8 // the way to replace next
-}
-
-type mapSlot struct {
-	run string // the entries' bytes
-	m   map[string]string
-}
-
-const (
-	mapSets   = 1 << 8 // of two ways: 512 maps
-	mapMaxRun = 2048   // longer runs are not shared
-)
-
-func newMapTable() *mapTable {
-	return &mapTable{seed: maphash.MakeSeed(), sets: make([]mapSet, mapSets)}
-}
-
-// find returns the set of run, nil if run is not to be shared, and the
-// map remembered for run, nil if none; a hit makes its way the most
-// recently used.
-func (t *mapTable) find(run []byte) (*mapSet, map[string]string) {
-	if len(run) > mapMaxRun {
-		return nil, nil
-	}
-	set := &t.sets[maphash.Bytes(t.seed, run)&(mapSets-1)]
-	return set, set.get(run)
-}
-
-// get returns the map the set remembers for run, nil if none; a hit makes
-// its way the most recently used.
-func (set *mapSet) get(run []byte) map[string]string {
-	for w := range set.ways {
-		if slot := &set.ways[w]; slot.m != nil && slot.run == string(run) {
-			set.lru = uint8(1 - w)
-			return slot.m
-		}
-	}
-	return nil
-}
-
-// put remembers m for run, in place of the set's least recently used way.
-func (set *mapSet) put(run []byte, m map[string]string) {
-	w := set.lru
-	set.ways[w] = mapSlot{run: string(run), m: m}
-	set.lru = 1 - w
-}
-
-// share replaces the map at m, decoded from JSON, by an equal one seen
-// recently, or remembers it. Its key is the entries in key order, each key
-// and value preceded by its length, so that no two maps have one key.
-func (t *mapTable) share(m *map[string]string) {
-	if len(*m) == 0 {
-		return
-	}
-	t.keys = t.keys[:0]
-	n := 0
-	for k, v := range *m {
-		t.keys = append(t.keys, k)
-		n += len(k) + len(v) + 2*binary.MaxVarintLen64
-	}
-	if n > mapMaxRun {
-		clear(t.keys)
-		return
-	}
-	slices.Sort(t.keys)
-	t.buf = t.buf[:0]
-	for _, k := range t.keys {
-		v := (*m)[k]
-		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(k))), k...)
-		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(v))), v...)
-	}
-	clear(t.keys)
-	if set, seen := t.find(t.buf); seen != nil {
-		*m = seen
-	} else if set != nil {
-		set.put(t.buf, *m)
-	}
 }

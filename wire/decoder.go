@@ -30,12 +30,15 @@ type Options struct {
 	// a reader can see.
 	NoSharing bool
 	// NoMapSharing gives every object its own labels, annotations and
-	// other map[string]string fields. By default, objects whose such a
-	// field has the same entries on the wire (the Pods of one ReplicaSet
-	// share their labels, often their annotations) share one map, found
-	// through a bounded table. The objects an informer caches are read-only
-	// already; with shared maps, writing to one object's map (which the
-	// contract forbids) would change the others too. Set it when objects
+	// other map[string]string fields, and its own managedFields bytes. By
+	// default, objects whose such a field has the same entries on the wire
+	// (the Pods of one ReplicaSet share their labels, often their
+	// annotations) share one map, found through a bounded table; and
+	// equal FieldsV1 bytes of managedFields (those of the create of the
+	// Pods of one ReplicaSet) are one slice, found through another (at most
+	// 4 MiB). The objects an informer caches are read-only already; with
+	// shared maps and bytes, writing to one object's map or FieldsV1.Raw
+	// (which the contract forbids) would change the others too. Set it when objects
 	// are modified in place after decoding, as a transform may; the
 	// factory does so for informers with a transform. NoSharing implies
 	// it.
@@ -48,12 +51,13 @@ type Options struct {
 // itself. Its type parameter is the pointer type *P, the type an informer
 // caches. It is safe for concurrent use.
 type Decoder[PP any] struct {
-	plan *plan
-	elem reflect.Type // P
-	json reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
-	mu   sync.Mutex   // guards strs, maps, jsonMaps and scratch
-	strs *interner
-	maps *mapTable
+	plan  *plan
+	elem  reflect.Type // P
+	json  reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
+	mu    sync.Mutex   // guards strs, maps, bytes, jsonMaps and scratch
+	strs  *interner
+	maps  *mapTable
+	bytes *bytesTable // the FieldsV1 of managedFields, in protobuf and JSON
 	// jsonMaps shares the labels and annotations of JSON-decoded objects,
 	// at jsonMapOffsets in P: a table of its own, keyed otherwise.
 	jsonMaps       *mapTable
@@ -110,6 +114,7 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		d.strs = newInterner()
 		if !opts.NoMapSharing {
 			d.maps = newMapTable()
+			d.bytes = newBytesTable()
 			d.jsonMaps = newMapTable()
 			d.jsonMapOffsets = jsonMapFields(p)
 		}
@@ -164,7 +169,7 @@ func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) (err error) {
 	}()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := state{strs: d.strs, maps: d.maps, filter: d.opts.Annotations}
+	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, filter: d.opts.Annotations}
 	return s.message(b, p, d.plan)
 }
 
@@ -203,7 +208,26 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
 		}
 		d.mu.Unlock()
 	}
+	if d.bytes != nil && d.objectMeta >= 0 {
+		d.shareFields((*metav1.ObjectMeta)(unsafe.Add(p, d.objectMeta)))
+	}
 	return cast[PP](p), nil
+}
+
+// shareFields replaces the FieldsV1 bytes of m's managedFields, decoded
+// from JSON, by equal ones seen recently, or remembers them.
+func (d *Decoder[PP]) shareFields(m *metav1.ObjectMeta) {
+	if len(m.ManagedFields) == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range m.ManagedFields {
+		if f := m.ManagedFields[i].FieldsV1; f != nil && len(f.GetRawBytes()) > 0 {
+			//lint:ignore SA1019 sharing sets the slice itself; SetRawBytes would copy it
+			f.Raw = d.bytes.get(f.GetRawBytes())
+		}
+	}
 }
 
 // keptAnnotations removes from m the annotations opts.Annotations does not

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/typedkube/informer/internal/testobj"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
@@ -231,6 +232,51 @@ func TestDecodeMatchesGenerated(t *testing.T) {
 	t.Run("Deployment", func(t *testing.T) { checkKind[deploymentSlim, appsv1.Deployment](t, n) })
 	t.Run("ConfigMap", func(t *testing.T) { checkKind[configMapSlim, corev1.ConfigMap](t, n) })
 	t.Run("Node", func(t *testing.T) { checkKind[nodeSlim, corev1.Node](t, n) })
+	t.Run("RealisticPods", checkRealisticPods)
+}
+
+// checkRealisticPods decodes realistic Pods of a few ReplicaSets, whose
+// managedFields the API server wrote, with one Decoder (so that labels,
+// annotations and FieldsV1 are shared among them), in protobuf and JSON:
+// each is what client-go decodes, and still is once all are decoded.
+func checkRealisticPods(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wants, gots []*corev1.Pod
+	for _, p := range testobj.RealisticPods("shop", 100, 7) {
+		b, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &corev1.Pod{}
+		if err := want.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Protobuf(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJ := &corev1.Pod{}
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, wantJ); err != nil {
+			t.Fatal(err)
+		}
+		gotJ, err := d.JSON(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wants, gots = append(wants, want, wantJ), append(gots, got, gotJ)
+	}
+	for i := range wants {
+		if d := cmp.Diff(wants[i], gots[i]); d != "" {
+			t.Fatalf("%s: decoded %s differs from client-go's (-want +got):\n%s", wants[i].Name, []string{"protobuf", "JSON"}[i%2], d)
+		}
+	}
 }
 
 var _ = errors.Is

@@ -23,5 +23,6 @@
 // errors of a callback (ListItems' each) are returned as they are.
 //
 // A Decoder is safe for concurrent use. Objects decoded with map sharing
-// (the default) share maps with other objects and must not be modified.
+// (the default) share maps and managedFields' FieldsV1 bytes with other
+// objects and must not be modified.
 package wire

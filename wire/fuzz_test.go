@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/typedkube/informer/internal/testobj"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
@@ -99,6 +100,14 @@ func FuzzDecodeProtobuf(f *testing.F) {
 		f.Add(b)
 		f.Add(b[:len(b)/2])
 	}
+	for _, p := range testobj.RealisticPods("shop", 3, 2) { // managedFields as the API server writes them
+		b, err := p.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:len(b)*2/3])
+	}
 	fl := filler(3)
 	for range 8 {
 		p := &corev1.Pod{}
@@ -157,6 +166,13 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	for _, p := range testobj.RealisticPods("shop", 2, 2) { // their FieldsV1 are JSON
+		b, err := json.Marshal(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Add([]byte(`{"spec":{"volumes":[{"name":"v","hostPath":{"path":"/"},"configMap":null}]}}`))
 	f.Add([]byte(`{"spec":{"containers":[{"resources":{"limits":{"cpu":"1x0m"}}}]}}`))
 	f.Add([]byte(`{"metadata":{]}`))
@@ -203,7 +219,7 @@ func TestTruncatedNeverPanics(t *testing.T) {
 
 // FuzzDecodeProtobufSequence decodes two messages in turn with one Decoder:
 // whatever the first left in the decoder's tables (shared strings, shared
-// maps), the second decodes as the generated decoder decodes it, and the
+// maps and FieldsV1), the second decodes as the generated decoder decodes it, and the
 // first object is unchanged by it.
 func FuzzDecodeProtobufSequence(f *testing.F) {
 	marshal := func(p *corev1.Pod) []byte {
@@ -221,6 +237,10 @@ func FuzzDecodeProtobufSequence(f *testing.F) {
 	f.Add(append(labelled(map[string]string{"app": "web"}), canary...), canary)
 	f.Add(marshal(benchPod(0)), marshal(benchPod(48)))
 	f.Add(marshal(benchPod(1)), marshal(benchPod(1)))
+	// Realistic Pods of one ReplicaSet (the FieldsV1 of their create
+	// shared) and of two.
+	f.Add(marshal(testobj.RealisticPod("shop", 0, 2)), marshal(testobj.RealisticPod("shop", 2, 2)))
+	f.Add(marshal(testobj.RealisticPod("shop", 0, 2)), marshal(testobj.RealisticPod("shop", 1, 2)))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 		if err != nil {

@@ -27,19 +27,20 @@ const (
 // op decodes one field of a message into the field at off of the struct
 // being filled.
 type op struct {
-	kind  opKind
-	num   int32
-	off   uintptr
-	path  string       // the field's path in P, for errors making the plan
-	name  string       // the field's name in P, for decoding errors: plans are shared by fields of one pair of types
-	typ   reflect.Type // the field's type in P
-	elem  *op          // opRepeated: the element; opMap: the value
-	key   *op          // opMap: the key
-	plan  *plan        // opMessage, opPtrMessage
-	sk    reflect.Kind // scalars: the kind of the value
-	size  uintptr      // opRepeated: the size of an element
-	kept  bool         // intern the strings of this field
-	annot bool         // the annotations of a Meta
+	kind   opKind
+	num    int32
+	off    uintptr
+	path   string       // the field's path in P, for errors making the plan
+	name   string       // the field's name in P, for decoding errors: plans are shared by fields of one pair of types
+	typ    reflect.Type // the field's type in P
+	elem   *op          // opRepeated: the element; opMap: the value
+	key    *op          // opMap: the key
+	plan   *plan        // opMessage, opPtrMessage
+	sk     reflect.Kind // scalars: the kind of the value
+	size   uintptr      // opRepeated: the size of an element
+	kept   bool         // intern the strings of this field
+	annot  bool         // the annotations of a Meta
+	shared bool         // a []byte shared between objects with equal bytes (FieldsV1's)
 
 	// Set by finish once the plan is built:
 	elemType unsafe.Pointer // the descriptor of typ.Elem(), for pointers and slices
@@ -84,6 +85,7 @@ var (
 	unmarshalerType = reflect.TypeFor[unmarshaler]()
 	objectMetaType  = reflect.TypeFor[metav1.ObjectMeta]()
 	typeMetaType    = reflect.TypeFor[metav1.TypeMeta]()
+	fieldsV1Type    = reflect.TypeFor[metav1.FieldsV1]()
 	metaMarkerType  = reflect.TypeFor[metaMarker]()
 )
 
@@ -148,6 +150,9 @@ func (pl *planner) build(p, t reflect.Type, path string) (*plan, error) {
 			return nil, err
 		}
 		o.num, o.off, o.name = num, pf.Offset, pf.Name
+		if t == fieldsV1Type && pf.Name == "Raw" {
+			o.shared = true
+		}
 		if t == objectMetaType {
 			switch pf.Name {
 			case "Name", "GenerateName", "UID", "ResourceVersion", "SelfLink":

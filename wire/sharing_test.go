@@ -219,22 +219,28 @@ func TestMapSharingAfterMerge(t *testing.T) {
 // run replaces the one used least recently, whichever way it is in.
 func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	var set mapSet
-	a, b, c := []byte("a"), []byte("b"), []byte("c")
 	ma, mb, mc := map[string]string{"a": ""}, map[string]string{"b": ""}, map[string]string{"c": ""}
-	set.put(a, ma)
-	set.put(b, mb)
-	if mapPointer(set.get(a)) != mapPointer(ma) || mapPointer(set.get(b)) != mapPointer(mb) {
+	get := func(run string) map[string]string {
+		m, ok := set.get([]byte(run))
+		if ok != (m != nil) {
+			t.Fatalf("get(%q) = %v, %v", run, m, ok)
+		}
+		return m
+	}
+	set.put("a", ma)
+	set.put("b", mb)
+	if mapPointer(get("a")) != mapPointer(ma) || mapPointer(get("b")) != mapPointer(mb) {
 		t.Fatal("two runs of one set are not both remembered")
 	}
-	set.get(a) // b is now the least recently used
-	set.put(c, mc)
-	if set.get(b) != nil {
+	get("a") // b is now the least recently used
+	set.put("c", mc)
+	if get("b") != nil {
 		t.Error("the least recently used run was kept")
 	}
-	if mapPointer(set.get(a)) != mapPointer(ma) || mapPointer(set.get(c)) != mapPointer(mc) {
+	if mapPointer(get("a")) != mapPointer(ma) || mapPointer(get("c")) != mapPointer(mc) {
 		t.Error("the recently used run or the new one was lost")
 	}
-	if set.get([]byte("d")) != nil {
+	if get("d") != nil {
 		t.Error("a run never put was found")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/e2e/internal/kubetest"
 	"github.com/typedkube/informer/e2e/internal/widget"
+	"github.com/typedkube/informer/internal/testobj"
 	"github.com/typedkube/informer/wire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,7 @@ import (
 //
 // pods=Nk/store=compact is the same beside our informer with a compact store
 // (InformerOptions.Compact): it lists the Pods' protobuf and keeps each as it came, undecoded.
+// pods=10k/realistic starts from 10,000 realistic Pods of about 11 KB (see coldStartRealistic).
 //
 // widgets=10k (2k with -short) starts from Widgets, a CRD served in JSON: client-go's
 // cache.NewSharedIndexInformer over the Widget typed client, and our For[*widget.Widget].
@@ -60,6 +62,9 @@ func BenchmarkColdStart(b *testing.B) {
 					coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}}))
 				})
 			})
+			if n == coldStartPods {
+				b.Run("realistic", func(b *testing.B) { coldStartRealistic(b, cfg, n) })
+			}
 		})
 	}
 	n := widgetCount()
@@ -180,21 +185,63 @@ func typedPods(b *testing.B, cfg *rest.Config, ns string, opts informer.FactoryO
 
 // slimPod is the transform a client-go user writes to keep the fields of kubetest.PodSlim.
 func slimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
+	if p, ok := obj.(*corev1.Pod); ok {
+		return testobj.SlimPod(p), nil
 	}
-	s := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		Labels: p.Labels, OwnerReferences: p.OwnerReferences,
-	}}
-	s.Spec.NodeName = p.Spec.NodeName
-	s.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-	for i, c := range p.Spec.Containers {
-		s.Spec.Containers[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	return obj, nil
+}
+
+// coldStartRealistic is BenchmarkColdStart over n realistic Pods (testobj.RealisticPods, about
+// 11 KB of protobuf, managedFields written by the API server for a controller's create and a
+// kubelet's status update), with either side's defaults (impl=upstream, impl=typed), without
+// managedFields (mode=nomanagedfields: client-go with a transform dropping them, ours with
+// Wire.DropManagedFields) and for a controller that needs a few fields (mode=projection, as
+// BenchmarkColdStartProjection).
+func coldStartRealistic(b *testing.B, cfg *rest.Config, n int) {
+	ns := realisticPods(b, n)
+	b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
+	b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{})) })
+	b.Run("mode=nomanagedfields", func(b *testing.B) {
+		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, dropManagedFields)) })
+		b.Run("impl=typed", func(b *testing.B) {
+			coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Wire: wire.Options{DropManagedFields: true}}))
+		})
+	})
+	b.Run("mode=projection", func(b *testing.B) {
+		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, slimPod)) })
+		b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedProjection(b, cfg, ns)) })
+	})
+	b.Run("store=compact", func(b *testing.B) {
+		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
+		b.Run("impl=typed", func(b *testing.B) {
+			coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}}))
+		})
+	})
+}
+
+// dropManagedFields is the transform a client-go user writes to drop managedFields, as
+// controller-runtime's cache.TransformStripManagedFields does.
+func dropManagedFields(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		p.ManagedFields = nil
 	}
-	s.Status.Phase = p.Status.Phase
-	return s, nil
+	return obj, nil
+}
+
+// typedProjection starts our informer of kubetest.PodSlim over ns, annotations dropped.
+func typedProjection(b *testing.B, cfg *rest.Config, ns string) startFunc {
+	return func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+		f, err := informer.NewFactory(cfg, informer.FactoryOptions{Namespace: ns, Wire: wire.Options{Annotations: func(string) bool { return false }}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		inf, err := informer.ForProjection[kubetest.PodSlim, corev1.Pod](f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Start(ctx)
+		return inf.HasSynced, inf.GetIndexer().Len, f.Shutdown
+	}
 }
 
 // BenchmarkColdStartProjection is BenchmarkColdStart over 10,000 Pods for a controller that
@@ -210,20 +257,7 @@ func BenchmarkColdStartProjection(b *testing.B) {
 	b.Run("impl=upstream", func(b *testing.B) {
 		coldStart(b, coldStartPods, upstreamPods(b, cfg, ns, slimPod))
 	})
-	b.Run("impl=typed", func(b *testing.B) {
-		coldStart(b, coldStartPods, func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
-			f, err := informer.NewFactory(cfg, informer.FactoryOptions{Namespace: ns, Wire: wire.Options{Annotations: func(string) bool { return false }}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			inf, err := informer.ForProjection[kubetest.PodSlim, corev1.Pod](f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			f.Start(ctx)
-			return inf.HasSynced, inf.GetIndexer().Len, f.Shutdown
-		})
-	})
+	b.Run("impl=typed", func(b *testing.B) { coldStart(b, coldStartPods, typedProjection(b, cfg, ns)) })
 }
 
 // startFunc starts an informer and returns its HasSynced, its cache size and its stop.

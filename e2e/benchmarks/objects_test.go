@@ -59,6 +59,7 @@ func benchPod(i int) *corev1.Pod {
 var (
 	podsMu    sync.Mutex
 	podsNS    = map[int]string{} // namespace of n Pods, by n
+	realNS    = map[int]string{} // namespace of n realistic Pods, by n
 	widgetsNS = map[int]string{} // namespace of n Widgets, by n
 
 	configMapsOnce sync.Once
@@ -88,6 +89,25 @@ func pods(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	podsNS[n] = ns
+	return ns
+}
+
+// realisticPods creates n realistic Pods (testobj.RealisticPods) in a namespace of their own, as a
+// cluster writes them (kubetest.CreateRealisticPod), once per benchmark binary and n.
+func realisticPods(b *testing.B, n int) string {
+	b.Helper()
+	podsMu.Lock()
+	defer podsMu.Unlock()
+	if ns, ok := realNS[n]; ok {
+		return ns
+	}
+	ns, err := populate(b, fmt.Sprintf("bench-realistic-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+		return kubetest.CreateRealisticPod(ctx, c.Kube, ns, i)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	realNS[n] = ns
 	return ns
 }
 

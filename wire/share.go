@@ -1,0 +1,225 @@
+package wire
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"slices"
+	"unsafe"
+)
+
+// shareSet is one set of a two-way set-associative table of values made
+// for byte runs: two runs and their values, the least recently used
+// replaced. With two ways, two runs that fall in one set (an object's
+// labels and its annotations, say) do not evict each other object after
+// object.
+type shareSet[V any] struct {
+	ways [2]shareSlot[V]
+	lru  uint8 // the way to replace next
+}
+
+type shareSlot[V any] struct {
+	run  string // the bytes the value was made for
+	v    V
+	used bool
+}
+
+// get returns the value the set remembers for run, and whether it has
+// one; a hit makes its way the most recently used.
+func (set *shareSet[V]) get(run []byte) (V, bool) {
+	for w := range set.ways {
+		if slot := &set.ways[w]; slot.used && slot.run == string(run) {
+			set.lru = uint8(1 - w)
+			return slot.v, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+// put remembers v for run, a string the set keeps, in place of the set's
+// least recently used way.
+func (set *shareSet[V]) put(run string, v V) {
+	w := set.lru
+	set.ways[w] = shareSlot[V]{run: run, v: v, used: true}
+	set.lru = 1 - w
+}
+
+// mapSet is a set of the map table.
+type mapSet = shareSet[map[string]string]
+
+// mapTable remembers the maps made for recent runs of map entries: a
+// two-way set-associative table of bounded size, keyed by the entries'
+// bytes, which it keeps to compare, so a hit is never a wrong map.
+type mapTable struct {
+	seed maphash.Seed
+	sets []mapSet
+	keys []string // scratch of share
+	buf  []byte   // scratch of share
+}
+
+const (
+	mapSets   = 1 << 8 // of two ways: 512 maps
+	mapMaxRun = 2048   // longer runs are not shared
+)
+
+func newMapTable() *mapTable {
+	return &mapTable{seed: maphash.MakeSeed(), sets: make([]mapSet, mapSets)}
+}
+
+// find returns the set of run, nil if run is not to be shared, and the
+// map remembered for run, nil if none; a hit makes its way the most
+// recently used.
+func (t *mapTable) find(run []byte) (*mapSet, map[string]string) {
+	if len(run) > mapMaxRun {
+		return nil, nil
+	}
+	set := &t.sets[maphash.Bytes(t.seed, run)&(mapSets-1)]
+	m, _ := set.get(run)
+	return set, m
+}
+
+// share replaces the map at m, decoded from JSON, by an equal one seen
+// recently, or remembers it. Its key is the entries in key order, each key
+// and value preceded by its length, so that no two maps have one key.
+func (t *mapTable) share(m *map[string]string) {
+	if len(*m) == 0 {
+		return
+	}
+	t.keys = t.keys[:0]
+	n := 0
+	for k, v := range *m {
+		t.keys = append(t.keys, k)
+		n += len(k) + len(v) + 2*binary.MaxVarintLen64
+	}
+	if n > mapMaxRun {
+		clear(t.keys)
+		return
+	}
+	slices.Sort(t.keys)
+	t.buf = t.buf[:0]
+	for _, k := range t.keys {
+		v := (*m)[k]
+		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(k))), k...)
+		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(v))), v...)
+	}
+	clear(t.keys)
+	if set, seen := t.find(t.buf); seen != nil {
+		*m = seen
+	} else if set != nil {
+		set.put(string(t.buf), *m)
+	}
+}
+
+// bytesTable shares byte slices between objects: the FieldsV1 of
+// managedFields, which are the same for the Pods of one ReplicaSet (the
+// controller's create) and differ only in their timestamps. A slice equal
+// to one made recently is that slice, whose bytes are never written again:
+// the decoder replaces a shared slice rather than write into it, and the
+// objects are read-only.
+//
+// A four-way set-associative table, the least recently used way replaced,
+// of bounded size: it keeps at most bytesBudget bytes (4 MiB), in slices
+// of at most bytesMaxLen, which the objects share and which it keeps,
+// after they have gone, until other slices replace them. With four ways,
+// the creates of dozens of ReplicaSets whose Pods come interleaved (a
+// watch) stay in the table together.
+//
+// Bytes enter the table the second time they come, not the first: many
+// come once (the kubelet's entry names the Pod's IP), and would otherwise
+// push out, one Pod after another, those that repeat. Those seen once are
+// remembered by their hash alone, in once: four to a set, the oldest
+// replaced, so that two that fall in one set (two ReplicaSets' creates,
+// interleaved) do not forget each other before they come again.
+type bytesTable struct {
+	seed  maphash.Seed
+	sets  []bytesSet
+	once  []onceSet
+	held  int    // the bytes of the slices in sets
+	clock uint64 // ticks at every use of a way
+}
+
+// onceSet holds hashes of bytes seen once recently; 0 is none.
+type onceSet struct {
+	h    [4]uint64
+	next uint8 // the one to replace next
+}
+
+type bytesSet struct {
+	ways [4]bytesSlot
+}
+
+type bytesSlot struct {
+	run  string // the slice's bytes, the slice itself seen as a string
+	v    []byte
+	used uint64 // the clock at its last use; 0: empty
+}
+
+const (
+	bytesSets   = 1 << 7   // of four ways: 512 slices
+	bytesMaxLen = 32 << 10 // longer slices are not shared
+	bytesBudget = 4 << 20  // the bytes the table keeps at most
+	bytesOnce   = 1 << 8   // sets of four hashes of bytes seen once
+)
+
+func newBytesTable() *bytesTable {
+	return &bytesTable{seed: maphash.MakeSeed(), sets: make([]bytesSet, bytesSets), once: make([]onceSet, bytesOnce)}
+}
+
+// seenBefore reports whether the hash h (never 0) was seen, and forgets
+// it if so; if not, it remembers it in place of the oldest of its set.
+func (t *bytesTable) seenBefore(h uint64) bool {
+	set := &t.once[h>>32&(bytesOnce-1)]
+	for i, x := range set.h {
+		if x == h {
+			set.h[i] = 0
+			return true
+		}
+	}
+	set.h[set.next] = h
+	set.next = (set.next + 1) % uint8(len(set.h))
+	return false
+}
+
+// get returns a slice equal to b that the object may keep: one made for
+// equal bytes recently, or a new copy, which it remembers if it has seen
+// the bytes once before. It is never nil.
+func (t *bytesTable) get(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{}
+	}
+	if len(b) > bytesMaxLen {
+		return cloneBytes(b)
+	}
+	h := maphash.Bytes(t.seed, b)
+	set := &t.sets[h&(bytesSets-1)]
+	t.clock++
+	oldest := &set.ways[0]
+	for w := range set.ways {
+		slot := &set.ways[w]
+		if slot.used != 0 && slot.run == string(b) {
+			slot.used = t.clock
+			return slot.v
+		}
+		if slot.used < oldest.used {
+			oldest = slot
+		}
+	}
+	v := cloneBytes(b)
+	if !t.seenBefore(h | 1) { // never 0, which is none
+		return v
+	}
+	if t.held-len(oldest.v)+len(v) > bytesBudget {
+		return v
+	}
+	t.held += len(v) - len(oldest.v)
+	// The key is the copy itself, seen as a string: it is never written.
+	*oldest = bytesSlot{run: unsafe.String(unsafe.SliceData(v), len(v)), v: v, used: t.clock}
+	return v
+}
+
+// cloneBytes returns a copy of b whose capacity is its length, so that an
+// append to it copies.
+func cloneBytes(b []byte) []byte {
+	v := append([]byte(nil), b...)
+	return v[:len(v):len(v)]
+}
