@@ -2,14 +2,20 @@
 package deque
 
 // Deque is a double-ended queue backed by a ring buffer that grows as needed
-// and gives memory back after a burst: a buffer larger than keepCap shrinks
-// by half whenever it is at most a quarter full, and Clear drops it.
+// and gives memory back after a burst: a buffer larger than keepCap goes
+// back to keepCap when it is drained after at least half as many pops as
+// it holds since it was last resized, shrinks by half when it is at most a
+// quarter full after four times as many, and Clear drops it.
+// Counting pops keeps a queue whose length swings across a quarter of its
+// buffer, as a busy producer and consumer make it, from shrinking and
+// growing again on every swing (each a new buffer and a copy).
 // The zero value is an empty deque ready to use. A Deque is not safe for
 // concurrent use; its owner guards it.
 type Deque[E any] struct {
 	buf  []E // len(buf) is zero or a power of two
 	head int // index of the front element in buf
 	n    int // number of elements
+	pops int // elements popped since buf was last resized
 }
 
 // Len returns the number of elements.
@@ -38,7 +44,12 @@ func (d *Deque[E]) PopFront() (E, bool) {
 	if d.n == 0 {
 		d.head = 0
 	}
-	if len(d.buf) > keepCap && d.n <= len(d.buf)/4 {
+	d.pops++
+	switch {
+	case len(d.buf) <= keepCap:
+	case d.n == 0 && d.pops >= len(d.buf)/2:
+		d.resize(keepCap) // drained: nothing to copy
+	case d.n <= len(d.buf)/4 && d.pops >= 4*len(d.buf):
 		d.resize(len(d.buf) / 2)
 	}
 	return e, true
@@ -98,5 +109,5 @@ func (d *Deque[E]) resize(size int) {
 			copy(buf[tail:], d.buf[:d.head])
 		}
 	}
-	d.buf, d.head = buf, 0
+	d.buf, d.head, d.pops = buf, 0, 0
 }

@@ -95,3 +95,27 @@ func TestShrinksAfterBurst(t *testing.T) {
 		t.Errorf("a small buffer was dropped by Clear: capacity %d, was %d", d.Cap(), c)
 	}
 }
+
+// A deque whose length swings across a quarter of its buffer, as a busy
+// producer and consumer make it, keeps its buffer instead of halving it
+// at each low and doubling it back at each high (a new buffer and a copy
+// per swing); a drained one still gives its memory back (see
+// TestShrinksAfterBurst).
+func TestSwingsKeepTheBuffer(t *testing.T) {
+	var d Deque[int]
+	for i := range 2000 {
+		d.PushBack(i)
+	}
+	swing := func() {
+		for d.Len() > 500 { // below a quarter of 2048
+			d.PopFront()
+		}
+		for d.Len() < 1100 { // past 1024
+			d.PushBack(0)
+		}
+	}
+	swing()
+	if allocs := testing.AllocsPerRun(100, swing); allocs > 0.5 {
+		t.Errorf("%.2f buffers allocated per swing between 500 and 1,100 elements, want the buffer kept", allocs)
+	}
+}
