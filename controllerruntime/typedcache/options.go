@@ -36,16 +36,13 @@ type Options struct {
 	// false: kept, as the server sends them.
 	DropManagedFields bool
 	// Informer holds the options every informer of the cache gets (queue
-	// mode, the Reflector's options such as WatchList, metrics). Its
+	// mode, the Reflector's options such as WatchList, metrics, and
+	// Compact: each object kept as its wire bytes and decoded on read, at
+	// about a sixth of the heap of decoded objects; projections ignore it). Its
 	// Reflector.WatchErrorHandler gives way to cache.Options'
 	// DefaultWatchErrorHandler when that is set. Default: the informers'
 	// defaults.
 	Informer informer.InformerOptions
-
-	// COMPACT STORE: the compact store (objects kept as their wire bytes,
-	// decoded on read, being built beside package wire) becomes an option
-	// here once the library has it; typed informers would keep their
-	// objects in it. Nothing stands in for it yet.
 }
 
 // Typed is a Go type the cache decodes itself: see For and Projection.
