@@ -17,8 +17,7 @@ import (
 // TestUnprivileged runs a Pod informer as an identity without RBAC rights. Every list and
 // watch is Forbidden: the watch error handler is told so, the Reflector backs off between tries
 // instead of looping, WaitForCacheSync returns at once with the Forbidden sync failure naming
-// the informer, and Run
-// returns when asked, without a panic or a goroutine left behind.
+// the informer, and Run returns when asked, without a panic or a goroutine left behind.
 func TestUnprivileged(t *testing.T) {
 	const observe = 10 * time.Second
 	verifyNoGoroutinesLeft(t)
