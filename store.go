@@ -536,7 +536,7 @@ func sameMap(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	return len(a) == 0 || *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+	return len(a) == 0 || samePointer(a, b)
 }
 
 // deleteKey removes the object stored under key and reports whether there
