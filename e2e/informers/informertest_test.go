@@ -227,3 +227,62 @@ func TestInformertestSourceWritesMatchServer(t *testing.T) {
 		w.Stop()
 	}
 }
+
+// TestInformertestSourceEmptyListMatchesServer checks what an empty collection's LIST answers:
+// a resource version that is neither "" nor "0", on the server and on the fake, so that an
+// informer in list+watch mode that lists before the first write watches in order and can wait
+// for the version of its own create. The fake used to answer "0", and the wait lasted until its
+// context ended (issue 23).
+func TestInformertestSourceEmptyListMatchesServer(t *testing.T) {
+	verifyNoGoroutinesLeft(t)
+	ctx := testContext(t, 60*time.Second)
+	c := adminClients(t)
+	ns := newNamespace(t, c)
+	server := c.Kube.CoreV1().ConfigMaps(ns)
+	src := informertest.NewSource[*corev1.ConfigMap]()
+	type side struct {
+		name   string
+		lw     informer.ListerWatcher[*corev1.ConfigMap]
+		create func(*corev1.ConfigMap) (*corev1.ConfigMap, error)
+	}
+	for _, s := range []side{
+		{"server", informer.ListWatchFromClient[corev1.ConfigMap](server, nil),
+			func(o *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+				return server.Create(ctx, o, metav1.CreateOptions{})
+			}},
+		{"fake", src, src.Add},
+	} {
+		page, err := s.lw.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatalf("%s: list: %v", s.name, err)
+		}
+		if rv := page.ResourceVersion; len(page.Items) != 0 || rv == "" || rv == "0" {
+			t.Errorf("%s: the list of an empty collection answered %d items at resourceVersion %q; want none at a version other than \"\" and \"0\"", s.name, len(page.Items), rv)
+		}
+		inf, err := informer.NewSharedIndexInformer(s.lw, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{
+			Reflector: informer.ReflectorOptions{WatchList: informer.WatchListOff},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(runCtx) }()
+		if err := informer.WaitForCacheSync(ctx, inf); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		created, err := s.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}})
+		if err != nil {
+			t.Fatalf("%s: create: %v", s.name, err)
+		}
+		if l, err := inf.Lister().AtLeast(ctx, created.ResourceVersion); err != nil {
+			t.Errorf("%s: wait for the create's resourceVersion %s: %v", s.name, created.ResourceVersion, err)
+		} else if _, err := l.ByNamespace(ns).Get("a"); err != nil {
+			t.Errorf("%s: after the wait: %v", s.name, err)
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("%s: Run: %v", s.name, err)
+		}
+	}
+}
