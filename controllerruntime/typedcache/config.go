@@ -32,9 +32,9 @@ type config struct {
 
 // scopeSpec describes one scope before its factory is made.
 type scopeSpec struct {
-	namespaces []string // the namespaces it caches; nil: every one
+	namespace string // the namespace it caches; "": every one
 	// exclude are the namespaces other scopes of its router cache, left
-	// out of this one (with namespaces nil), as controller-runtime does for
+	// out of this one (with namespace ""), as controller-runtime does for
 	// the AllNamespaces entry of a namespace map.
 	exclude []string
 	cfg     config
@@ -112,10 +112,9 @@ func resolve(where string, levels ...cache.Config) (config, error) {
 // or a ByObject's Namespaces). As in controller-runtime, the settings of a
 // namespace come from its entry, then typeLevel (a ByObject's own), then
 // outer(namespace) (its DefaultNamespaces entry), then defaults (the
-// cache's Default* options). Namespaces whose entry and outer entry set
-// nothing share one scope; each other one gets a scope of its own. The
+// cache's Default* options). Each namespace gets a scope of its own. The
 // AllNamespaces entry ("") makes a scope of every namespace the map does not
-// configure otherwise. With cluster set, the router also serves
+// configure otherwise, which the namespaces that set nothing join. With cluster set, the router also serves
 // cluster-scoped kinds, with the settings of typeLevel and defaults.
 func namespaceRouter(where string, namespaces map[string]cache.Config, typeLevel cache.Config, outer func(string) cache.Config, defaults cache.Config, cluster bool) (*routerSpec, error) {
 	baseCfg, err := resolve(where, typeLevel, defaults)
@@ -137,7 +136,7 @@ func namespaceRouter(where string, namespaces map[string]cache.Config, typeLevel
 		if err != nil {
 			return nil, err
 		}
-		r.byNS[ns] = r.add(&scopeSpec{namespaces: []string{ns}, cfg: cfg})
+		r.byNS[ns] = r.add(&scopeSpec{namespace: ns, cfg: cfg})
 	}
 	var plainScope *scopeSpec
 	if all, ok := namespaces[cache.AllNamespaces]; ok {
@@ -153,10 +152,18 @@ func namespaceRouter(where string, namespaces map[string]cache.Config, typeLevel
 			r.rest = r.add(&scopeSpec{exclude: slices.Sorted(slices.Values(append(slices.Clone(plain), custom...))), cfg: cfg})
 		}
 	}
-	if plainScope == nil && len(plain) > 0 {
-		plainScope = r.add(&scopeSpec{namespaces: plain, cfg: baseCfg})
+	if plainScope == nil {
+		// A scope, and so an informer per kind, for each namespace, even
+		// with the same settings: the server orders the events of one
+		// watch only, so one informer over several namespaces' watches
+		// has no resource version that says what it holds of each, and
+		// read-your-writes in one namespace could return before its watch
+		// has caught up.
 		for _, ns := range plain {
-			r.byNS[ns] = plainScope
+			r.byNS[ns] = r.add(&scopeSpec{namespace: ns, cfg: baseCfg})
+			if plainScope == nil {
+				plainScope = r.byNS[ns]
+			}
 		}
 	}
 	if cluster {

@@ -53,23 +53,11 @@ func fallbackMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	if c.opts.DropManagedFields {
 		pre = dropManagedFields[client.Object]
 	}
-	perNamespace := func(ns string) (informer.ListerWatcher[client.Object], error) {
-		return clientgo.ListerWatcher[client.Object](restListWatch(rc, c.paramCodec, k, ns, sel, listObj)), nil
+	ns := sel.namespace
+	if ns == "" && k.namespaced {
+		ns = s.spec.namespace
 	}
-	var lw informer.ListerWatcher[client.Object]
-	switch {
-	case !k.namespaced || sel.namespace != "" || len(s.spec.namespaces) < 2:
-		ns := sel.namespace
-		if ns == "" && k.namespaced && len(s.spec.namespaces) == 1 {
-			ns = s.spec.namespaces[0]
-		}
-		lw, err = perNamespace(ns)
-	default:
-		lw, err = informer.MultiNamespaceListWatch(s.spec.namespaces, perNamespace)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("typedcache: informer of %v: %w", k.gvk, err)
-	}
+	lw := clientgo.ListerWatcher[client.Object](restListWatch(rc, c.paramCodec, k, ns, sel, listObj))
 	io := c.informerOpts
 	name := k.gvr.GroupVersion().String() + "/" + k.gvr.Resource
 	inf, err := informer.NewSharedIndexInformer(lw, informer.SharedIndexInformerOptions[client.Object]{

@@ -74,8 +74,8 @@ func describe(r *routerSpec) layout {
 	l := layout{ByNS: map[string]int{}, Rest: slices.Index(r.scopes, r.rest), Cluster: slices.Index(r.scopes, r.cluster)}
 	for _, s := range r.scopes {
 		d := "all"
-		if s.namespaces != nil {
-			d = "ns=" + stringsJoin(s.namespaces)
+		if s.namespace != "" {
+			d = "ns=" + s.namespace
 		}
 		if len(s.exclude) > 0 {
 			d += " except=" + stringsJoin(s.exclude)
@@ -111,7 +111,7 @@ func stringsJoin(s []string) string {
 // The namespaces of DefaultNamespaces and ByObject are laid out as
 // controller-runtime configures them: settings from the namespace's entry,
 // then the ByObject, then its DefaultNamespaces entry, then the defaults;
-// namespaces with nothing of their own share one scope; AllNamespaces
+// each namespace has a scope of its own; AllNamespaces
 // covers every other namespace.
 func TestLayout(t *testing.T) {
 	app := labels.SelectorFromSet(labels.Set{"app": "web"})
@@ -124,8 +124,8 @@ func TestLayout(t *testing.T) {
 	}{
 		{"defaults", cache.Options{DefaultLabelSelector: app}, nil,
 			layout{Scopes: []string{"all label=app=web"}, ByNS: map[string]int{}, Rest: 0, Cluster: 0}},
-		{"plain namespaces share a scope", cache.Options{DefaultNamespaces: map[string]cache.Config{"a": {}, "b": {}}}, nil,
-			layout{Scopes: []string{"ns=a,b"}, ByNS: map[string]int{"a": 0, "b": 0}, Rest: -1, Cluster: 0}},
+		{"a scope per namespace, even with the same settings", cache.Options{DefaultNamespaces: map[string]cache.Config{"a": {}, "b": {}}}, nil,
+			layout{Scopes: []string{"ns=a", "ns=b"}, ByNS: map[string]int{"a": 0, "b": 1}, Rest: -1, Cluster: 0}},
 		{"a namespace of its own", cache.Options{DefaultLabelSelector: app, DefaultNamespaces: map[string]cache.Config{"a": {}, "b": {LabelSelector: tier}}}, nil,
 			layout{Scopes: []string{"ns=b label=tier=db", "ns=a label=app=web"}, ByNS: map[string]int{"a": 1, "b": 0}, Rest: -1, Cluster: 1}},
 		{"only namespaces of their own", cache.Options{DefaultNamespaces: map[string]cache.Config{"b": {LabelSelector: tier}}}, nil,

@@ -62,13 +62,7 @@ func newScope(c *Cache, spec *scopeSpec, cfg *rest.Config) (*scope, error) {
 		Informer:   c.informerOpts,
 		Logger:     c.logger,
 	}
-	switch len(spec.namespaces) {
-	case 0:
-	case 1:
-		fo.Namespace = spec.namespaces[0]
-	default:
-		fo.Namespaces = spec.namespaces
-	}
+	fo.Namespace = spec.namespace
 	f, err := informer.NewFactory(cfg, fo)
 	if err != nil {
 		return nil, fmt.Errorf("typedcache: %w", err)
@@ -202,7 +196,7 @@ func (s *scope) selectionFor(k kind) watchScope {
 	if field != nil {
 		sel.field = field.String()
 	}
-	if k.namespaced && s.spec.namespaces == nil && cfg.field != nil {
+	if k.namespaced && s.spec.namespace == "" && cfg.field != nil {
 		if ns, ok := cfg.field.RequiresExactMatch("metadata.namespace"); ok {
 			sel.namespace = ns
 		}

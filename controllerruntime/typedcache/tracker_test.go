@@ -1,6 +1,8 @@
 package typedcache
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -150,5 +152,64 @@ func TestConsistentClientNamespaces(t *testing.T) {
 	}
 	if rvs, deletes := tr.pending(nil, ""); rvs != nil || deletes != nil {
 		t.Errorf("after the reads, still pending: %v, deletes %v", rvs, deletes)
+	}
+}
+
+// Namespaces cached with the same settings are watched apart, and the
+// server orders the events of one watch only: a read of one namespace must
+// wait for that namespace's watch, however far another namespace's watch
+// has gone. Here namespace b's watch lags behind a's (the server holds its
+// events back); a read of b's object written before a's must not return
+// until b's watch has delivered it.
+func TestConsistentClientLaggingNamespace(t *testing.T) {
+	scheme := testScheme(t)
+	srv := newServer(t, scheme)
+	create(t, srv, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "z", Name: "first"}})
+	c := newTestCache(t, srv, scheme, cache.Options{DefaultNamespaces: map[string]cache.Config{"a": {}, "b": {}}}, Options{})
+	start(t, c)
+	cl, err := NewClient(srv.Config(), client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: c, EnableReadYourWritesConsistency: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := cl.(*consistentClient)
+	ctx := timeout(t)
+	var list corev1.ConfigMapList
+	if err := cc.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	release := srv.Hold("b")
+	defer release()
+	bx := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "x"}}
+	create(t, srv, bx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "y"}})
+	eventually(t, "the cache to hold a/y", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "y"}, &corev1.ConfigMap{}) == nil
+	})
+	// As if this client had written b/x (the server's first of the two
+	// changes, so version 3).
+	req, _, err := cc.target(bx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: "b", Name: "x"}
+	cc.tracker(req, true).wrote(key, "3")
+
+	// While b's watch is held, the read cannot be answered: with its
+	// context already done, it says so rather than reading a cache
+	// without b/x.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	var got corev1.ConfigMap
+	if err := cc.Get(done, key, &got); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get of b/x while b's watch lags = %v, want it to wait (here: context.Canceled)", err)
+	}
+	release()
+	if err := cc.Get(ctx, key, &got); err != nil {
+		t.Fatalf("Get of b/x once b's watch went on: %v", err)
+	}
+	if got.ResourceVersion != "3" {
+		t.Errorf("Get of b/x read version %q, want 3", got.ResourceVersion)
 	}
 }

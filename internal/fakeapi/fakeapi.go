@@ -87,6 +87,7 @@ type Server struct {
 	requests  []Request
 	failing   map[schema.GroupVersionResource]int // status code for LIST and WATCH
 	changed   chan struct{}                       // closed and replaced at every change
+	held      map[string]chan struct{}            // per namespace: closed when Hold's release is called
 }
 
 // New starts a server that encodes objects with scheme and serves
@@ -102,6 +103,7 @@ func New(scheme *runtime.Scheme, resources ...Resource) *Server {
 		events:    make(map[schema.GroupVersionResource][]event),
 		failing:   make(map[schema.GroupVersionResource]int),
 		changed:   make(chan struct{}),
+		held:      make(map[string]chan struct{}),
 		rv:        1,
 	}
 	for _, r := range resources {
@@ -138,6 +140,37 @@ func (s *Server) Fail(gvr schema.GroupVersionResource, code int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failing[gvr] = code
+}
+
+// Hold holds back the watch events of the objects of namespace until
+// release is called: every watch stream, of that namespace or of all,
+// stops before the first such event and goes on once released, so that a
+// client's watch of one namespace lags behind its watch of another. Lists
+// are not held. release may be called more than once.
+func (s *Server) Hold(namespace string) (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gate := make(chan struct{})
+	s.held[namespace] = gate
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.held[namespace] == gate {
+				delete(s.held, namespace)
+			}
+			close(gate)
+		})
+	}
+}
+
+// gate returns the channel a watch stream waits on before sending an event
+// of namespace, nil if that namespace is not held.
+func (s *Server) gate(namespace string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[namespace]
 }
 
 // Requests returns the requests served so far.
@@ -477,6 +510,16 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req Request,
 			m, _ := meta.Accessor(e.obj)
 			if namespace != "" && m.GetNamespace() != namespace {
 				continue
+			}
+			if gate := s.gate(m.GetNamespace()); gate != nil {
+				flush()
+				select {
+				case <-gate:
+				case <-r.Context().Done():
+					return
+				case <-s.stop:
+					return
+				}
 			}
 			if events.Encode(&watch.Event{Type: e.typ, Object: e.obj}) != nil {
 				return
