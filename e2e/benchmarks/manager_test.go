@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/controllerruntime/typedcache"
 	"github.com/typedkube/informer/e2e/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -40,48 +42,59 @@ var controllerSeq atomic.Int64
 // waits until the controller has reconciled every Pod once: what a controller's start costs the
 // client process, per Pod, as BenchmarkColdStart reports it (cpu-ns/object, allocs/object,
 // B-alloc/object, B/object held, peak/steady). Both managers are made alike (the same
-// rest.Config, scheme and options) but for NewCache.
+// rest.Config, scheme and options) but for NewCache. store=compact is the same beside our cache
+// with a compact store (typedcache.Options.Informer.Compact), controller-runtime's with full
+// objects.
 func BenchmarkManagerColdStart(b *testing.B) {
 	cfg := benchConfig()
 	ns := pods(b, coldStartPods)
 	for _, impl := range newCacheFuncs {
-		b.Run(impl.name, func(b *testing.B) {
-			coldStart(b, coldStartPods, func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
-				var reconciled sync.Map
-				var count atomic.Int64
-				mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-					NewCache:   impl.new,
-					Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-					Metrics:    metricsserver.Options{BindAddress: "0"},
-					Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				err = ctrl.NewControllerManagedBy(mgr).
-					Named(fmt.Sprintf("bench-%d", controllerSeq.Add(1))).
-					For(&corev1.Pod{}).
-					Complete(reconcile.Func(func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
-						if _, seen := reconciled.LoadOrStore(r.NamespacedName, true); !seen {
-							count.Add(1)
-						}
-						return reconcile.Result{}, nil
-					}))
-				if err != nil {
-					b.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(ctx)
-				done := make(chan error, 1)
-				go func() { done <- mgr.Start(ctx) }()
-				return func() bool { return count.Load() >= coldStartPods }, func() int { return int(count.Load()) }, func() {
-					cancel()
-					if err := <-done; err != nil {
-						b.Error(err)
-					}
-				}
-			})
-		})
+		b.Run(impl.name, func(b *testing.B) { managerColdStart(b, cfg, ns, impl.new) })
 	}
+	b.Run("store=compact", func(b *testing.B) {
+		b.Run("impl=upstream", func(b *testing.B) { managerColdStart(b, cfg, ns, cache.New) })
+		b.Run("impl=typed", func(b *testing.B) {
+			managerColdStart(b, cfg, ns, typedcache.NewWith(typedcache.Options{Informer: informer.InformerOptions{Compact: true}}))
+		})
+	})
+}
+
+// managerColdStart runs BenchmarkManagerColdStart's rounds with a manager on newCache.
+func managerColdStart(b *testing.B, cfg *rest.Config, ns string, newCache cache.NewCacheFunc) {
+	coldStart(b, coldStartPods, func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+		var reconciled sync.Map
+		var count atomic.Int64
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+			NewCache:   newCache,
+			Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+			Metrics:    metricsserver.Options{BindAddress: "0"},
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = ctrl.NewControllerManagedBy(mgr).
+			Named(fmt.Sprintf("bench-%d", controllerSeq.Add(1))).
+			For(&corev1.Pod{}).
+			Complete(reconcile.Func(func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
+				if _, seen := reconciled.LoadOrStore(r.NamespacedName, true); !seen {
+					count.Add(1)
+				}
+				return reconcile.Result{}, nil
+			}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		return func() bool { return count.Load() >= coldStartPods }, func() int { return int(count.Load()) }, func() {
+			cancel()
+			if err := <-done; err != nil {
+				b.Error(err)
+			}
+		}
+	})
 }
 
 // selectorPods is how many Pods BenchmarkCacheList selects among: 100,000, or 10,000 with
