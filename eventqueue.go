@@ -24,12 +24,29 @@ type event[T any] struct {
 	// replayed marks an evAdd of the replay a watch from "" or "0" starts
 	// with: its resource version says nothing of what came before it.
 	replayed bool
-	key      string // evAdd, evUpdate, evDelete
-	obj      T      // evAdd, evUpdate, evDelete
-	list     []T    // evReplace
-	keys     []string
-	enc      *encodedList[T] // evReplace from a compact source: the list, instead of list and keys
-	rv       string          // evReplace, evBookmark
+	key      string        // evAdd, evUpdate, evDelete
+	obj      T             // evAdd, evUpdate, evDelete
+	more     *eventMore[T] // evReplace, evBookmark
+}
+
+// eventMore is what a relist or a bookmark carries beyond an event, kept
+// apart so that the events of a watch, by far the most, stay small in the
+// queue's buffer (40 bytes rather than 104, most of them pointers the
+// garbage collector scans).
+type eventMore[T any] struct {
+	list []T // evReplace
+	keys []string
+	enc  *encodedList[T] // evReplace from a compact source: the list, instead of list and keys
+	rv   string          // evReplace, evBookmark
+}
+
+// version returns the resource version of a relist or bookmark, "" for
+// other events.
+func (e *event[T]) version() string {
+	if e.more == nil {
+		return ""
+	}
+	return e.more.rv
 }
 
 // eventQueue is the informer's default queue. Unlike a DeltaFIFO it does not
@@ -142,7 +159,7 @@ func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.pushLocked(event[T]{kind: evReplace, list: list, keys: keys, rv: resourceVersion})
+	q.pushLocked(event[T]{kind: evReplace, more: &eventMore[T]{list: list, keys: keys, rv: resourceVersion}})
 	q.replacedLocked(q.events.Len())
 	return nil
 }
@@ -160,7 +177,7 @@ func (q *eventQueue[T]) replaceEncoded(list *encodedList[T], resourceVersion str
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.pushLocked(event[T]{kind: evReplace, enc: list, rv: resourceVersion})
+	q.pushLocked(event[T]{kind: evReplace, more: &eventMore[T]{enc: list, rv: resourceVersion}})
 	q.replacedLocked(q.events.Len())
 	return nil
 }
@@ -177,7 +194,7 @@ func (q *eventQueue[T]) Resync() error {
 func (q *eventQueue[T]) Bookmark(resourceVersion string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.pushLocked(event[T]{kind: evBookmark, rv: resourceVersion})
+	q.pushLocked(event[T]{kind: evBookmark, more: &eventMore[T]{rv: resourceVersion}})
 }
 
 func (q *eventQueue[T]) pushLocked(e event[T]) {

@@ -85,7 +85,7 @@ func recordApplied[T Object](a *appliedVersion, batch []event[T]) {
 	for i := range batch {
 		if batch[i].kind == evReplace {
 			a.advance(lastVersion(batch[start:i]))
-			a.replaced(batch[i].rv)
+			a.replaced(batch[i].version())
 			start = i + 1
 		}
 	}
@@ -105,8 +105,8 @@ func lastVersion[T Object](batch []event[T]) string {
 				return rv
 			}
 		case evBookmark:
-			if e.rv != "" {
-				return e.rv
+			if rv := e.version(); rv != "" {
+				return rv
 			}
 		}
 	}
@@ -123,7 +123,7 @@ func (s *SharedIndexInformer[T]) applyEvent(ctx context.Context, e *event[T], in
 		s.indexer.deleteKey(e.key)
 		return append(notes, notification[T]{kind: nDelete, key: e.key, old: e.obj})
 	case evReplace:
-		return s.replace(ctx, e.list, e.keys, e.enc, initial, notes)
+		return s.replace(ctx, e.more.list, e.more.keys, e.more.enc, initial, notes)
 	case evResync:
 		return s.resync(notes)
 	}
