@@ -78,8 +78,12 @@ func TestRecordApplied(t *testing.T) {
 		return event[*corev1.Pod]{kind: evAdd, replayed: true, obj: pod(rv)}
 	}
 	update := func(rv string) event[*corev1.Pod] { return event[*corev1.Pod]{kind: evUpdate, obj: pod(rv)} }
-	relist := func(rv string) event[*corev1.Pod] { return event[*corev1.Pod]{kind: evReplace, more: &eventMore[*corev1.Pod]{rv: rv}} }
-	bookmark := func(rv string) event[*corev1.Pod] { return event[*corev1.Pod]{kind: evBookmark, more: &eventMore[*corev1.Pod]{rv: rv}} }
+	relist := func(rv string) event[*corev1.Pod] {
+		return event[*corev1.Pod]{kind: evReplace, more: &eventMore[*corev1.Pod]{rv: rv}}
+	}
+	bookmark := func(rv string) event[*corev1.Pod] {
+		return event[*corev1.Pod]{kind: evBookmark, more: &eventMore[*corev1.Pod]{rv: rv}}
+	}
 	type batch = []event[*corev1.Pod]
 	for _, tc := range []struct {
 		name            string
