@@ -137,15 +137,17 @@ var quantityDec = func() int {
 }()
 
 // quantityHoldsDec reports whether v, a resource.Quantity, holds its value
-// as an *inf.Dec (one that does not fit an int64 and a scale: "1.5Gi"),
-// and so must not be shared between objects: a copy of a Quantity shares
-// its *inf.Dec, and Add, Sub and Neg on a copy (q := list[name]; q.Add(x),
-// or the copy that ResourceList.Cpu returns) change the Dec in place, in
-// every object whose map holds it. A Quantity decoded into an int64 and a
-// scale (most are: "250m", "512Mi") holds no pointer, and a copy of it is
-// its own. Read only (String caches its form in the Quantity it is called
-// on, which for a map's value is always a copy), a Dec would be safe to
-// share; but a map's reader may compute with a copy of its values.
+// as an *inf.Dec, and so must not be shared between objects. It does when
+// its value does not fit an int64 and a scale: more digits than an int64
+// holds, or a fraction of a binary suffix ("1.5Gi", though the API server
+// writes that one "1536Mi"). A copy of a Quantity shares its *inf.Dec, and
+// Add, Sub and Neg on a copy (q := list[name]; q.Add(x), or the copy that
+// ResourceList.Cpu returns) change the Dec in place, in every object whose
+// map holds it. A Quantity kept as an int64 and a scale (most are: "250m",
+// "512Mi") holds no pointer, and a copy of it is its own. Only read, a Dec
+// would be safe to share (String caches its form in the Quantity it is
+// called on, which for a map's value is always a copy); but a reader may
+// compute with a copy of a map's values.
 func quantityHoldsDec(v reflect.Value) bool {
 	if quantityDec < 0 {
 		return true // not known: never shared
