@@ -216,7 +216,7 @@ func (c *Compact[PP]) ProtobufLabels(b []byte) (map[string]string, error) {
 				continue
 			}
 			if s.maps != nil {
-				i, err = s.stringMap(meta, i, num, unsafe.Pointer(&m), c.labels)
+				i, err = s.sharedMap(meta, i, num, unsafe.Pointer(&m), c.labels)
 			} else {
 				i, err = s.field(meta, next, typ, unsafe.Pointer(&m), c.labels)
 			}

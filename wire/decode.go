@@ -34,6 +34,10 @@ type state struct {
 	maps   *mapTable         // nil: no map sharing
 	bytes  *bytesTable       // nil: no sharing of FieldsV1
 	filter func(string) bool // annotations kept; nil keeps all
+	// notShared is set by a map entry whose value must not be shared
+	// between objects (see quantityHoldsDec): the map being decoded is
+	// then not remembered for its entries.
+	notShared bool
 }
 
 // message decodes the protobuf message b into the struct at base.
@@ -50,8 +54,8 @@ func (s *state) message(b []byte, base unsafe.Pointer, x *plan) error {
 			}
 			continue
 		}
-		if o.kind == opMap && o.typ == stringMapType && s.maps != nil && typ == wireBytes {
-			if i, err = s.stringMap(b, i, num, at(base, o.off), o); err != nil {
+		if o.kind == opMap && s.maps != nil && typ == wireBytes {
+			if i, err = s.sharedMap(b, i, num, at(base, o.off), o); err != nil {
 				return fieldError(o, err)
 			}
 			continue
@@ -430,6 +434,9 @@ func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 			return err
 		}
 	}
+	if o.elem.typ == quantityType && quantityHoldsDec(v) {
+		s.notShared = true
+	}
 	m := reflect.NewAt(o.typ, ptr).Elem()
 	if m.IsNil() {
 		m.Set(reflect.MakeMap(o.typ))
@@ -487,19 +494,20 @@ func (in *interner) get(b []byte) string {
 	return s
 }
 
-// stringMap decodes the entries of the map[string]string field num that
-// start at b[i] (at its tag) and follow one another, into the map at ptr,
-// and returns the index after them. The same entries seen recently give
-// the map made for them then: objects share it.
-func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op) (int, error) {
-	m := (*map[string]string)(ptr)
+// sharedMap decodes the entries of the map field num, of any map type,
+// that start at b[i] (at its tag) and follow one another, into the map at
+// ptr, and returns the index after them. The same entries seen recently
+// for a map of the same type give the map made for them then: objects
+// share it.
+func (s *state) sharedMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op) (int, error) {
+	m := (*unsafe.Pointer)(ptr) // a map is a pointer, whatever its type
 	merged := *m != nil
 	if merged {
 		// A second run of the field, or a merge into an existing object:
 		// the map may be shared, so it is copied before it is added to.
 		// It then holds more than the run's entries, and is not
 		// remembered for them.
-		*m = maps.Clone(*m)
+		cloneMap(ptr, o.typ)
 	}
 	end := i
 	for end < len(b) {
@@ -514,12 +522,14 @@ func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 	run := b[i:end]
 	var set *mapSet // where to remember the map; nil after a merge
 	if !merged {
-		var seen map[string]string
-		if set, seen = s.maps.find(run); seen != nil {
+		var seen unsafe.Pointer
+		if set, seen = s.maps.find(o.mapType, run); seen != nil {
 			*m = seen
 			return end, nil
 		}
 	}
+	outer := s.notShared // that of a map whose value holds this one
+	s.notShared = false
 	for j := i; j < end; {
 		_, typ, next, err := tag(b, j)
 		if err != nil {
@@ -529,8 +539,27 @@ func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 			return 0, err
 		}
 	}
-	if set != nil && *m != nil && len(run) > 0 {
-		set.put(string(run), *m)
+	shareable := !s.notShared
+	s.notShared = outer || s.notShared
+	if set != nil && shareable && *m != nil && len(run) > 0 {
+		set.put(o.mapType, string(run), *m)
 	}
 	return end, nil
+}
+
+// cloneMap replaces the map at ptr, of type t, by a copy of it, whose
+// values are the same values: an entry added later replaces a value, and
+// never writes into it.
+func cloneMap(ptr unsafe.Pointer, t reflect.Type) {
+	if t == stringMapType {
+		m := (*map[string]string)(ptr)
+		*m = maps.Clone(*m)
+		return
+	}
+	m := reflect.NewAt(t, ptr).Elem()
+	c := reflect.MakeMapWithSize(t, m.Len())
+	for it := m.MapRange(); it.Next(); {
+		c.SetMapIndex(it.Key(), it.Value())
+	}
+	m.Set(c)
 }

@@ -29,16 +29,21 @@ type Options struct {
 	// shared through a bounded table, which saves heap and changes nothing
 	// a reader can see.
 	NoSharing bool
-	// NoMapSharing gives every object its own labels, annotations and
-	// other map[string]string fields, and its own managedFields bytes. By
-	// default, objects whose such a field has the same entries on the wire
-	// (the Pods of one ReplicaSet share their labels, often their
-	// annotations) share one map, found through a bounded table; and
-	// equal FieldsV1 bytes of managedFields (those of the create of the
-	// Pods of one ReplicaSet) are one slice, found through another (at most
-	// 4 MiB). The objects an informer caches are read-only already; with
-	// shared maps and bytes, writing to one object's map or FieldsV1.Raw
-	// (which the contract forbids) would change the others too. Set it when objects
+	// NoMapSharing gives every object its own maps (labels, annotations,
+	// the ResourceLists of containers' requests and limits, any map
+	// field) and its own managedFields bytes. By default, objects whose
+	// map field has the same entries on the wire (the Pods of one
+	// ReplicaSet share their labels, often their annotations, and their
+	// containers' requests and limits) share one map, found through a
+	// bounded table keyed by the map's type and bytes (in JSON, labels and
+	// annotations only); and equal FieldsV1 bytes of managedFields (those
+	// of the create of the Pods of one ReplicaSet) are one slice, found
+	// through another (at most 4 MiB). A ResourceList holding a Quantity
+	// kept as an inf.Dec (more digits than an int64 holds), whose copies
+	// share it, is never shared. The objects an informer caches are
+	// read-only already; with shared maps and bytes, writing to one
+	// object's map or FieldsV1.Raw (which the contract forbids) would
+	// change the others too. Set it when objects
 	// are modified in place after decoding, as a transform may; the
 	// factory does so for informers with a transform. NoSharing implies
 	// it.

@@ -220,7 +220,9 @@ func TestTruncatedNeverPanics(t *testing.T) {
 // FuzzDecodeProtobufSequence decodes two messages in turn with one Decoder:
 // whatever the first left in the decoder's tables (shared strings, shared
 // maps and FieldsV1), the second decodes as the generated decoder decodes it, and the
-// first object is unchanged by it.
+// first object is unchanged by it. Then it merges the first message into
+// the second object, with ProtobufInto, as the generated decoder merges:
+// the objects that share its maps are unchanged by it.
 func FuzzDecodeProtobufSequence(f *testing.F) {
 	marshal := func(p *corev1.Pod) []byte {
 		b, err := p.Marshal()
@@ -241,6 +243,9 @@ func FuzzDecodeProtobufSequence(f *testing.F) {
 	// shared) and of two.
 	f.Add(marshal(testobj.RealisticPod("shop", 0, 2)), marshal(testobj.RealisticPod("shop", 2, 2)))
 	f.Add(marshal(testobj.RealisticPod("shop", 0, 2)), marshal(testobj.RealisticPod("shop", 1, 2)))
+	// ResourceLists, shared, then merged into.
+	f.Add(marshal(overheadPod("a", "memory", "64Mi")), marshal(overheadPod("b", "cpu", "250m")))
+	f.Add(marshal(overheadPod("a", "cpu", "250m")), marshal(overheadPod("b", "cpu", "250m")))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 		if err != nil {
@@ -265,6 +270,35 @@ func FuzzDecodeProtobufSequence(f *testing.F) {
 			if diff := cmp.Diff(wantA, gotA); diff != "" {
 				t.Fatalf("the first object changed after the second decode (-want +got):\n%s", diff)
 			}
+		}
+		// The first message merged into the second object, whose maps
+		// may be the first's or others' too: as the generated decoder
+		// merges, and no other object changes.
+		if errA != nil || gotA == nil {
+			return
+		}
+		if wantB.Unmarshal(a) != nil {
+			return
+		}
+		again, err := d.Protobuf(b) // shares what gotB shares
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.ProtobufInto(a, gotB); err != nil {
+			t.Fatalf("ProtobufInto: %v", err)
+		}
+		if diff := cmp.Diff(wantB, gotB); diff != "" {
+			t.Fatalf("merge differs from the generated one (-want +got):\n%s", diff)
+		}
+		wantAgain := &corev1.Pod{}
+		if err := wantAgain.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantAgain, again); diff != "" {
+			t.Fatalf("an object sharing the merged one's maps changed (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantA, gotA); diff != "" {
+			t.Fatalf("the first object changed after the merge (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -44,6 +44,7 @@ type op struct {
 
 	// Set by finish once the plan is built:
 	elemType unsafe.Pointer // the descriptor of typ.Elem(), for pointers and slices
+	mapType  unsafe.Pointer // opMap: the descriptor of typ, part of a shared map's key
 	tab      unsafe.Pointer // opUnmarshal, opPtrUnmarshal: the unmarshaler table of the pointer type
 }
 

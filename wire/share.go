@@ -3,53 +3,58 @@ package wire
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"reflect"
 	"slices"
 	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// shareSet is one set of a two-way set-associative table of values made
-// for byte runs: two runs and their values, the least recently used
-// replaced. With two ways, two runs that fall in one set (an object's
-// labels and its annotations, say) do not evict each other object after
-// object.
-type shareSet[V any] struct {
-	ways [2]shareSlot[V]
+// mapSet is one set of a two-way set-associative table of maps made for
+// runs of map entries: two maps, each with its type and its run, the least
+// recently used replaced. With two ways, two runs that fall in one set (an
+// object's labels and its annotations, say) do not evict each other object
+// after object.
+type mapSet struct {
+	ways [2]mapSlot
 	lru  uint8 // the way to replace next
 }
 
-type shareSlot[V any] struct {
-	run  string // the bytes the value was made for
-	v    V
-	used bool
+// mapSlot is a map the table remembers. Its key is its type and the bytes
+// it was made for: the maps of two types whose entries are the same bytes
+// on the wire (a corev1.ResourceList and the unnamed map type under it, in
+// a projection) are never one.
+type mapSlot struct {
+	typ unsafe.Pointer // the descriptor of the map's type
+	run string         // the bytes the map was made for
+	m   unsafe.Pointer // the map, a value of typ; nil: the way is empty
 }
 
-// get returns the value the set remembers for run, and whether it has
-// one; a hit makes its way the most recently used.
-func (set *shareSet[V]) get(run []byte) (V, bool) {
+// get returns the map of type typ the set remembers for run, nil if none;
+// a hit makes its way the most recently used.
+func (set *mapSet) get(typ unsafe.Pointer, run []byte) unsafe.Pointer {
 	for w := range set.ways {
-		if slot := &set.ways[w]; slot.used && slot.run == string(run) {
+		if slot := &set.ways[w]; slot.m != nil && slot.typ == typ && slot.run == string(run) {
 			set.lru = uint8(1 - w)
-			return slot.v, true
+			return slot.m
 		}
 	}
-	var zero V
-	return zero, false
+	return nil
 }
 
-// put remembers v for run, a string the set keeps, in place of the set's
-// least recently used way.
-func (set *shareSet[V]) put(run string, v V) {
+// put remembers m, a map of type typ, for run, a string the set keeps, in
+// place of the set's least recently used way.
+func (set *mapSet) put(typ unsafe.Pointer, run string, m unsafe.Pointer) {
 	w := set.lru
-	set.ways[w] = shareSlot[V]{run: run, v: v, used: true}
+	set.ways[w] = mapSlot{typ: typ, run: run, m: m}
 	set.lru = 1 - w
 }
 
-// mapSet is a set of the map table.
-type mapSet = shareSet[map[string]string]
-
-// mapTable remembers the maps made for recent runs of map entries: a
-// two-way set-associative table of bounded size, keyed by the entries'
-// bytes, which it keeps to compare, so a hit is never a wrong map.
+// mapTable remembers the maps made for recent runs of map entries, of any
+// map type: a two-way set-associative table of bounded size, keyed by the
+// map's type and the entries' bytes, which it keeps to compare, so a hit
+// is never a wrong map. A map is a pointer to the runtime's map, which the
+// table holds as an unsafe.Pointer (and so keeps alive) whatever its type.
 type mapTable struct {
 	seed maphash.Seed
 	sets []mapSet
@@ -62,20 +67,26 @@ const (
 	mapMaxRun = 2048   // longer runs are not shared
 )
 
+// stringMapDescriptor is the descriptor of map[string]string.
+var stringMapDescriptor = typeDescriptor(stringMapType)
+
 func newMapTable() *mapTable {
 	return &mapTable{seed: maphash.MakeSeed(), sets: make([]mapSet, mapSets)}
 }
 
-// find returns the set of run, nil if run is not to be shared, and the
-// map remembered for run, nil if none; a hit makes its way the most
-// recently used.
-func (t *mapTable) find(run []byte) (*mapSet, map[string]string) {
+// find returns the set of the map of type typ (a descriptor) made for
+// run, nil if run is not to be shared, and the map remembered for them,
+// nil if none; a hit makes its way the most recently used.
+func (t *mapTable) find(typ unsafe.Pointer, run []byte) (*mapSet, unsafe.Pointer) {
 	if len(run) > mapMaxRun {
 		return nil, nil
 	}
-	set := &t.sets[maphash.Bytes(t.seed, run)&(mapSets-1)]
-	m, _ := set.get(run)
-	return set, m
+	// The type's address, mixed into the high bits a set is not chosen
+	// by, then folded down: maps of two types with equal runs fall in
+	// different sets, most often, and do not evict each other.
+	h := maphash.Bytes(t.seed, run) ^ (uint64(uintptr(typ))*0x9e3779b97f4a7c15)>>32
+	set := &t.sets[h&(mapSets-1)]
+	return set, set.get(typ, run)
 }
 
 // share replaces the map at m, decoded from JSON, by an equal one seen
@@ -103,11 +114,45 @@ func (t *mapTable) share(m *map[string]string) {
 		t.buf = append(binary.AppendUvarint(t.buf, uint64(len(v))), v...)
 	}
 	clear(t.keys)
-	if set, seen := t.find(t.buf); seen != nil {
-		*m = seen
+	ptr := unsafe.Pointer(m)
+	if set, seen := t.find(stringMapDescriptor, t.buf); seen != nil {
+		*(*unsafe.Pointer)(ptr) = seen
 	} else if set != nil {
-		set.put(string(t.buf), *m)
+		set.put(stringMapDescriptor, string(t.buf), *(*unsafe.Pointer)(ptr))
 	}
+}
+
+// quantityType is the type of the values of a corev1.ResourceList.
+var quantityType = reflect.TypeFor[resource.Quantity]()
+
+// quantityDec is the index of the field of resource.Quantity that holds
+// its value as an *inf.Dec (a struct embedding the pointer), or -1 if the
+// type has no such field as this package knows it.
+var quantityDec = func() int {
+	f, ok := quantityType.FieldByName("d")
+	if !ok || len(f.Index) != 1 || f.Type.Kind() != reflect.Struct || f.Type.NumField() != 1 || f.Type.Field(0).Type.Kind() != reflect.Pointer {
+		return -1
+	}
+	return f.Index[0]
+}()
+
+// quantityHoldsDec reports whether v, a resource.Quantity, holds its value
+// as an *inf.Dec, and so must not be shared between objects. It does when
+// its value does not fit an int64 and a scale: more digits than an int64
+// holds, or a fraction of a binary suffix ("1.5Gi", though the API server
+// writes that one "1536Mi"). A copy of a Quantity shares its *inf.Dec, and
+// Add, Sub and Neg on a copy (q := list[name]; q.Add(x), or the copy that
+// ResourceList.Cpu returns) change the Dec in place, in every object whose
+// map holds it. A Quantity kept as an int64 and a scale (most are: "250m",
+// "512Mi") holds no pointer, and a copy of it is its own. Only read, a Dec
+// would be safe to share (String caches its form in the Quantity it is
+// called on, which for a map's value is always a copy); but a reader may
+// compute with a copy of a map's values.
+func quantityHoldsDec(v reflect.Value) bool {
+	if quantityDec < 0 {
+		return true // not known: never shared
+	}
+	return !v.Field(quantityDec).Field(0).IsNil()
 }
 
 // bytesTable shares byte slices between objects: the FieldsV1 of

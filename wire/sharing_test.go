@@ -3,6 +3,7 @@ package wire
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -219,25 +220,21 @@ func TestMapSharingAfterMerge(t *testing.T) {
 // run replaces the one used least recently, whichever way it is in.
 func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	var set mapSet
+	typ := stringMapDescriptor
 	ma, mb, mc := map[string]string{"a": ""}, map[string]string{"b": ""}, map[string]string{"c": ""}
-	get := func(run string) map[string]string {
-		m, ok := set.get([]byte(run))
-		if ok != (m != nil) {
-			t.Fatalf("get(%q) = %v, %v", run, m, ok)
-		}
-		return m
-	}
-	set.put("a", ma)
-	set.put("b", mb)
-	if mapPointer(get("a")) != mapPointer(ma) || mapPointer(get("b")) != mapPointer(mb) {
+	ptr := func(m map[string]string) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
+	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(run)) }
+	set.put(typ, "a", ptr(ma))
+	set.put(typ, "b", ptr(mb))
+	if get("a") != ptr(ma) || get("b") != ptr(mb) {
 		t.Fatal("two runs of one set are not both remembered")
 	}
 	get("a") // b is now the least recently used
-	set.put("c", mc)
+	set.put(typ, "c", ptr(mc))
 	if get("b") != nil {
 		t.Error("the least recently used run was kept")
 	}
-	if mapPointer(get("a")) != mapPointer(ma) || mapPointer(get("c")) != mapPointer(mc) {
+	if get("a") != ptr(ma) || get("c") != ptr(mc) {
 		t.Error("the recently used run or the new one was lost")
 	}
 	if get("d") != nil {

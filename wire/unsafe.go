@@ -67,6 +67,8 @@ func finish(x *plan) {
 			o.tab = unmarshalerTab(o.typ)
 		case opPtrUnmarshal:
 			o.tab = unmarshalerTab(o.typ.Elem())
+		case opMap:
+			o.mapType = typeDescriptor(o.typ)
 		}
 		walkOp(o.elem)
 		walkOp(o.key)
