@@ -83,11 +83,11 @@ func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory
 // clientListWatchFor returns the ListerWatcher of For[T] in a factory made
 // by NewFactoryForClients: its Source's, T's typed client in Kube, or else
 // the dynamic client converting from unstructured objects.
-func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, sc scope) (ListerWatcher[T], error) {
+func clientListWatchFor[T Object](f *Factory, r *apiResource, sc scope) (ListerWatcher[T], error) {
 	if f.clients.Source != nil {
-		lw, err := f.clients.Source(mapping, sc.namespace)
+		lw, err := f.clients.Source(r.mapping, sc.namespace)
 		if err != nil || lw == nil {
-			return nil, fmt.Errorf("informer: FactoryClients.Source of %s: %w", mapping.Resource, cmp.Or(err, ErrInvalidOptions))
+			return nil, fmt.Errorf("informer: FactoryClients.Source of %s: %w", r.mapping.Resource, cmp.Or(err, ErrInvalidOptions))
 		}
 		return convertedListWatch(lw, sc.tweak, func(obj Object) (T, error) {
 			t, ok := obj.DeepCopyObject().(T) // as from a server: its own, to transform in place
@@ -100,30 +100,19 @@ func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list re
 	if f.clients.Kube != nil {
 		m := &typedClientMapper{clients: f.clients.Kube, scheme: f.opts.Scheme}
 		if c, ok := m.clientFor(reflect.TypeFor[T]().Elem()); ok {
-			lw, err := newReflectedListWatch[T](c.get(sc.namespace), list, sc.tweak)
+			lw, err := newReflectedListWatch[T](c.get(sc.namespace), r.list, sc.tweak)
 			if err != nil {
 				return nil, err
 			}
-			if watchListUnsupported(f.clients.Kube) {
-				return WithoutWatchList(lw), nil
-			}
-			return lw, nil
+			return markedLike(f.clients.Kube, ListerWatcher[T](lw)), nil
 		}
 	}
 	if f.clients.Dynamic == nil {
 		var zero T
 		return nil, fmt.Errorf("%w: %T has no typed client in FactoryClients.Kube, and FactoryClients.Dynamic is nil", ErrInvalidOptions, zero)
 	}
-	var c dynamic.ResourceInterface = f.clients.Dynamic.Resource(mapping.Resource)
-	if sc.namespace != "" {
-		c = f.clients.Dynamic.Resource(mapping.Resource).Namespace(sc.namespace)
-	}
 	toT := func(u *unstructured.Unstructured) (T, error) { return fromUnstructured[T](u.Object) }
-	lw := convertedListWatch(ListWatchFromDynamic(c, sc.tweak), nil, toT)
-	if watchListUnsupported(f.clients.Dynamic) {
-		return WithoutWatchList(lw), nil
-	}
-	return lw, nil
+	return convertedListWatch(dynamicListWatch(f.clients.Dynamic, r.mapping.Resource, sc), nil, toT), nil
 }
 
 // convertedListWatch lists and watches through full, after tweak (if not
@@ -166,10 +155,7 @@ func convertedListWatch[From, To Object](full ListerWatcher[From], tweak func(*m
 			}), nil
 		},
 	}
-	if watchListUnsupported(full) {
-		return WithoutWatchList[To](lw)
-	}
-	return lw
+	return markedLike[To](full, lw)
 }
 
 // undecodableEvent is the ERROR event that reports a watch event whose

@@ -33,9 +33,10 @@ type restListWatch[T Object] struct {
 	items     func(list runtime.Object) []T
 }
 
-// newRESTListWatch returns the ListerWatcher of For: the resource of
-// mapping, in sc, with list the Go type of its list kind.
-func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, sc scope) (*restListWatch[T], error) {
+// newRESTListWatch returns the ListerWatcher of For with client-go's
+// codecs: the resource of r, in sc.
+func newRESTListWatch[T Object](f *Factory, r *apiResource, sc scope) (*restListWatch[T], error) {
+	mapping, list := r.mapping, r.list
 	items, err := itemsOf[T](list)
 	if err != nil {
 		return nil, err

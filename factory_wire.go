@@ -2,15 +2,12 @@ package informer
 
 import (
 	"context"
-	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 
 	"github.com/typedkube/informer/wire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -208,103 +205,4 @@ func (d *wireDecoding[T]) cached(ref wire.ObjectRef) (T, bool) {
 		return zero, false
 	}
 	return obj, true
-}
-
-// ForProjection returns the factory's shared informer of projections PP
-// (*P) of the kind of TP (*T), such as *corev1.Pod: P is a struct the user
-// writes, with an embedded wire.Meta[P] and a subset of T's fields at every
-// level, each of T's type or a projection of it; no tags, no methods, no
-// generated code. The informer decodes each object straight from the
-// response bytes into a P, never building a T, and caches only P:
-//
-//	type PodSlim struct {
-//		wire.Meta[PodSlim]
-//		Spec struct {
-//			NodeName   string
-//			Containers []struct{ Name, Image string }
-//		}
-//	}
-//	pods, err := informer.ForProjection[PodSlim, corev1.Pod](f)
-//
-// The mapping is checked here: a field T lacks, a type that does not
-// match, or a wire.Meta other than P's own (a Meta[Q] pasted from another
-// projection) is an error wrapping wire.ErrMismatch that names the field's
-// path (see wire.NewDecoder for what a projection may hold).
-// Keys, namespaces, resource versions, label selectors, indexers, listers,
-// handlers and tombstones work with PP as with any type. The informer is
-// shared per P, named like "v1/pods (PodSlim)"; FactoryOptions.Wire
-// configures its decoding; on a relist it reuses unchanged cached objects
-// as DecodeWire does. Other errors and opts are as for For.
-//
-// In a factory made by NewFactoryForClients, the informer lists and
-// watches T through the clients and projects each object by encoding it
-// in protobuf and decoding that, which gives the same P.
-//
-// P and T are structs, not pointers (PP and TP are inferred): for
-// ForProjection[*PodSlim, corev1.Pod] or [PodSlim, *corev1.Pod], Go reports
-// that **PodSlim (or **v1.Pod) does not satisfy the constraint. For of a
-// projection is ErrNotRegistered, naming ForProjection. Generated listers,
-// which assert *T, cannot read the cache (see clientgo.Indexer).
-func ForProjection[P, T any, PP interface {
-	*P
-	Object
-}, TP interface {
-	*T
-	Object
-}](f *Factory, opts ...ForOptions[PP]) (*SharedIndexInformer[PP], error) {
-	o, err := forOptions(f, opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.Compact {
-		return nil, fmt.Errorf("%w: a compact store keeps full objects, not projections", ErrInvalidOptions)
-	}
-	typ := reflect.TypeFor[PP]()
-	if inf, found, err := existingFor(f, typ, o); found {
-		return inf, err
-	}
-	d, err := newWireDecoding(f, o, wire.NewDecoder[PP, TP])
-	if err != nil {
-		return nil, fmt.Errorf("informer: projection %v of %v: %w", reflect.TypeFor[P](), reflect.TypeFor[T](), err)
-	}
-	s, mapping, list, err := sharedFor[TP](context.Background(), f, o, func(gvr schema.GroupVersionResource) string {
-		return flavoredName(gvr, reflect.TypeFor[P]().Name())
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.compact = false // a projection is small already
-	lw, err := scopedListWatch(f, s, func(sc scope) (ListerWatcher[PP], error) {
-		if f.clients != nil {
-			full, err := clientListWatchFor[TP](f, mapping, list, sc)
-			if err != nil {
-				return nil, err
-			}
-			return projectedListWatch(full, d), nil
-		}
-		_, protobuf := any(TP(nil)).(protobufDecodable)
-		return orNil(newWireListWatch(f, mapping, sc, protobuf, d))
-	})
-	if err != nil {
-		return nil, err
-	}
-	return registerDecoded(f, s, typ, mapping, lw, o, d)
-}
-
-// projectedListWatch lists and watches T through full and projects each
-// object into PP through its protobuf encoding.
-func projectedListWatch[PP, TP Object](full ListerWatcher[TP], d *wireDecoding[PP]) ListerWatcher[PP] {
-	return convertedListWatch(full, nil, func(obj TP) (PP, error) {
-		var zero PP
-		m, ok := any(obj).(interface{ Marshal() ([]byte, error) })
-		if !ok {
-			return zero, fmt.Errorf("informer: %T has no protobuf encoding to project", obj)
-		}
-		b, err := m.Marshal()
-		if err != nil {
-			return zero, err
-		}
-		dec, _ := d.settle()
-		return dec.Protobuf(b)
-	})
 }
