@@ -29,25 +29,25 @@ import (
 )
 
 // build is the one pipeline every For* takes, from its arguments to a
-// running informer. Each step is in a file named for it, and the For*
-// differ only in what they hand to steps 1 and 3:
+// running informer, in five steps, each in a file named for it. The For*
+// differ only in what they hand to step 1 (a what) and step 3 (a how).
 //
-//  1. what (factory_kind.go): the Go type, its kind and REST mapping, and
-//     the informer's name; a projection is checked first, before any
-//     request.
-//  2. where (factory_scope.go): the namespaces, selectors and tweaks.
+//  1. what (factory_kind.go): package wire's decoding of the Go type, if
+//     it decodes with package wire (a projection is checked here, before
+//     any request); the kind, its REST mapping, the informer's name.
+//  2. where (factory_scope.go): namespaces, selectors, tweaks.
 //  3. how (factory_source.go): the source, chosen in one place: package
 //     wire or client-go's codecs over REST, the factory's clients, the
 //     dynamic or metadata client, a projection, a compact store.
-//  4. join or register (factory_join.go): the shared entry, its indexers
-//     and transform. A later call for the same informer joins it here,
-//     first, if its options agree, and contacts no server.
-//  5. start (factory_start.go): if the factory runs.
+//  4. join or register (factory_join.go): the shared entry, the options
+//     that must agree, indexers, transform. A call for an informer that
+//     an earlier call made joins it first, and contacts no server.
+//  5. start (factory_start.go): at once if the factory runs.
 func build[T Object](ctx context.Context, f *Factory, o ForOptions[T], w what, h how[T]) (*SharedIndexInformer[T], error) {
-	if inf, found, err := existing(f, w, o); found {
+	if inf, found, err := existing(f, w, o); found { // 4, for a later call
 		return inf, err
 	}
-	d, err := h.decoding(f, o)
+	d, err := decoding(f, o, h) // 1
 	if err != nil {
 		return nil, err
 	}
@@ -55,15 +55,15 @@ func build[T Object](ctx context.Context, f *Factory, o ForOptions[T], w what, h
 	if err != nil {
 		return nil, err
 	}
-	s, err := newShared(f, r, o)
+	s, err := newShared(f, r, o) // 2
 	if err != nil {
 		return nil, err
 	}
-	lw, err := h.source(f, r, s, o, d)
+	lw, err := source(f, r, s, o, h, d) // 3
 	if err != nil {
 		return nil, err
 	}
-	return register(f, w, r, s, lw, o, d)
+	return register(f, w, r, s, lw, o, d) // 4, then 5
 }
 
 // Errors of a Factory. Each is returned wrapped, so test for them with

@@ -100,11 +100,11 @@ func clientListWatchFor[T Object](f *Factory, r *apiResource, sc scope) (ListerW
 	if f.clients.Kube != nil {
 		m := &typedClientMapper{clients: f.clients.Kube, scheme: f.opts.Scheme}
 		if c, ok := m.clientFor(reflect.TypeFor[T]().Elem()); ok {
-			lw, err := newReflectedListWatch[T](c.get(sc.namespace), r.list, sc.tweak)
+			lw, err := reflectedListWatch[T](c.get(sc.namespace), r.list, sc.tweak)
 			if err != nil {
 				return nil, err
 			}
-			return markedLike(f.clients.Kube, ListerWatcher[T](lw)), nil
+			return markedLike(f.clients.Kube, lw), nil
 		}
 	}
 	if f.clients.Dynamic == nil {
@@ -192,46 +192,43 @@ func fromUnstructured[T Object](u map[string]any) (T, error) {
 }
 
 // reflectedListWatch lists and watches through a typed client found by
-// reflection (a value with List and Watch methods, such as a PodInterface).
-type reflectedListWatch[T Object] struct {
-	list, watch reflect.Value // the client's List and Watch methods
-	items       func(runtime.Object) []T
-	tweak       func(*metav1.ListOptions)
-}
-
-func newReflectedListWatch[T Object](client reflect.Value, list reflect.Type, tweak func(*metav1.ListOptions)) (*reflectedListWatch[T], error) {
+// reflection (a value with List and Watch methods, such as a PodInterface),
+// after tweak, if not nil, has edited the options.
+func reflectedListWatch[T Object](client reflect.Value, list reflect.Type, tweak func(*metav1.ListOptions)) (ListerWatcher[T], error) {
 	items, err := itemsOf[T](list)
 	if err != nil {
 		return nil, err
 	}
-	return &reflectedListWatch[T]{list: client.MethodByName("List"), watch: client.MethodByName("Watch"), items: items, tweak: tweak}, nil
-}
-
-func (lw *reflectedListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
-	if lw.tweak != nil {
-		lw.tweak(&opts)
+	call := func(method reflect.Value, ctx context.Context, opts metav1.ListOptions) (any, error) {
+		if tweak != nil {
+			tweak(&opts)
+		}
+		out := method.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
+		err, _ := out[1].Interface().(error)
+		return out[0].Interface(), err
 	}
-	out := lw.list.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
-	if err, _ := out[1].Interface().(error); err != nil {
-		return nil, err
-	}
-	list, ok := out[0].Interface().(runtime.Object)
-	if !ok || isNil(list) {
-		return nil, fmt.Errorf("informer: the typed client's List returned no list")
-	}
-	return pageOf(list, lw.items), nil
-}
-
-func (lw *reflectedListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	if lw.tweak != nil {
-		lw.tweak(&opts)
-	}
-	out := lw.watch.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
-	if err, _ := out[1].Interface().(error); err != nil {
-		return nil, err
-	}
-	w, _ := out[0].Interface().(watch.Interface)
-	return w, nil
+	listMethod, watchMethod := client.MethodByName("List"), client.MethodByName("Watch")
+	return ListWatchFuncs[T]{
+		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
+			out, err := call(listMethod, ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			list, ok := out.(runtime.Object)
+			if !ok || isNil(list) {
+				return nil, fmt.Errorf("informer: the typed client's List returned no list")
+			}
+			return pageOf(list, items), nil
+		},
+		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			out, err := call(watchMethod, ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			w, _ := out.(watch.Interface)
+			return w, nil
+		},
+	}, nil
 }
 
 // typedClient is one resource's typed client in a clientset, such as

@@ -23,11 +23,14 @@ type shared[T Object] struct {
 	namespaces                   []string
 	labelSelector, fieldSelector string                    // normalized; "" for none
 	tweak                        func(*metav1.ListOptions) // ForOptions.TweakListOptions
-	resync                       time.Duration
-	transform                    TransformFunc[T]                        // ForOptions.Transform, not the factory's default
-	wrap                         func(ListerWatcher[T]) ListerWatcher[T] // ForOptions.WrapListWatch
-	compact                      bool                                    // the informer keeps a compact store
-	codec                        recordCodec[T]                          // its codec, shared with its source; nil: its own
+	// requests edits the options of every request: the factory's
+	// TweakListOptions, then the selectors, then tweak.
+	requests  func(*metav1.ListOptions)
+	resync    time.Duration
+	transform TransformFunc[T]                        // ForOptions.Transform, not the factory's default
+	wrap      func(ListerWatcher[T]) ListerWatcher[T] // ForOptions.WrapListWatch
+	compact   bool                                    // the informer keeps a compact store
+	codec     recordCodec[T]                          // its codec, shared with its source; nil: its own
 }
 
 // existing returns the informer the factory already has for w, joined
@@ -85,7 +88,7 @@ func register[T Object](f *Factory, w what, r *apiResource, s *shared[T], lw Lis
 	if s.wrap != nil {
 		lw = s.wrap(lw)
 	}
-	inf, err := NewSharedIndexInformer(lw, SharedIndexInformerOptions[T]{
+	opts := SharedIndexInformerOptions[T]{
 		Name:                s.name,
 		Resource:            r.mapping.Resource.GroupResource(),
 		Indexers:            o.Indexers,
@@ -98,7 +101,8 @@ func register[T Object](f *Factory, w what, r *apiResource, s *shared[T], lw Lis
 		NoLabelIndex:        f.opts.Informer.NoLabelIndex,
 		Compact:             s.compact,
 		codec:               s.codec,
-	})
+	}
+	inf, err := NewSharedIndexInformer(lw, opts)
 	if err != nil {
 		f.mu.Unlock()
 		return nil, err
@@ -140,6 +144,14 @@ func transformFor[T Object](f *Factory, o ForOptions[T]) TransformFunc[T] {
 		}
 		return t, nil
 	}
+}
+
+// metricsFor returns the Metrics of the informer name that o makes.
+func (o InformerOptions) metricsFor(name string) Metrics {
+	if o.Metrics == nil {
+		return nil
+	}
+	return o.Metrics(name)
 }
 
 // join returns the informer of e to a caller asking for it with o, if o

@@ -33,6 +33,7 @@ func newShared[T Object](f *Factory, r *apiResource, o ForOptions[T]) (*shared[T
 	if s.namespaces, err = f.namespaces(s.name, s.namespaced, o); err != nil {
 		return nil, err
 	}
+	s.requests = composeTweak(f.opts.TweakListOptions, s.labelSelector, s.fieldSelector, s.tweak)
 	return s, nil
 }
 

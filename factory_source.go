@@ -43,7 +43,7 @@ func typedHow[T Object]() how[T] {
 			if f.clients != nil {
 				return clientListWatchFor[T](f, r, sc)
 			}
-			return orNil(newRESTListWatch[T](f, r, sc))
+			return newRESTListWatch[T](f, r, sc)
 		},
 	}
 }
@@ -96,32 +96,11 @@ func metadataHow() how[*metav1.PartialObjectMetadata] {
 	}
 }
 
-// decoding returns how the informer made with o decodes with package wire,
-// or nil when it does not: a projection's decoding, or an error naming the
-// field that does not mirror the API type's; for For, the decoding when the
-// factory decodes with package wire, which can decode T.
-func (h how[T]) decoding(f *Factory, o ForOptions[T]) (*wireDecoding[T], error) {
-	switch {
-	case h.decoder == nil:
-		return nil, nil
-	case h.projection:
-		return newWireDecoding(f, o, h.decoder)
-	case f.clients != nil || f.opts.Decoding != DecodeWire:
-		return nil, nil
-	}
-	d, err := newWireDecoding(f, o, h.decoder)
-	if err != nil {
-		f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", reflect.TypeFor[T]().String(), "reason", err.Error())
-		return nil, nil
-	}
-	return d, nil
-}
-
 // source returns the ListerWatcher of the informer of s: with package
 // wire when d is set, over REST, and otherwise through client-go. For
 // several namespaces it merges one ListerWatcher a namespace. It settles
 // whether the informer keeps a compact store, and the store's codec.
-func (h how[T]) source(f *Factory, r *apiResource, s *shared[T], o ForOptions[T], d *wireDecoding[T]) (ListerWatcher[T], error) {
+func source[T Object](f *Factory, r *apiResource, s *shared[T], o ForOptions[T], h how[T], d *wireDecoding[T]) (ListerWatcher[T], error) {
 	s.compact = !h.projection && (o.Compact || f.opts.Informer.Compact)
 	var raw *wire.Compact[T] // a compact store's codec, for a source that lists records
 	if s.compact && d != nil {
@@ -137,18 +116,13 @@ func (h how[T]) source(f *Factory, r *apiResource, s *shared[T], o ForOptions[T]
 		if f.clients != nil || d == nil {
 			return h.client(f, r, sc, d)
 		}
-		lw, err := newWireListWatch(f, r.mapping, sc, h.protobuf, d)
-		if lw != nil {
-			lw.compact = raw
-		}
-		return orNil(lw, err)
+		return newWireListWatch(f, r.mapping, sc, h.protobuf, d, raw)
 	}
-	tweak := composeTweak(f.opts.TweakListOptions, s.labelSelector, s.fieldSelector, s.tweak)
 	if len(s.namespaces) == 1 {
-		return mk(scope{namespace: s.namespaces[0], tweak: tweak})
+		return mk(scope{namespace: s.namespaces[0], tweak: s.requests})
 	}
 	return MultiNamespaceListWatch(s.namespaces, func(ns string) (ListerWatcher[T], error) {
-		return mk(scope{namespace: ns, tweak: tweak})
+		return mk(scope{namespace: ns, tweak: s.requests})
 	})
 }
 
@@ -169,17 +143,6 @@ func markedLike[T Object](client any, lw ListerWatcher[T]) ListerWatcher[T] {
 		return WithoutWatchList(lw)
 	}
 	return lw
-}
-
-// orNil returns lw as a ListerWatcher, nil (not a nil *L) with an error.
-func orNil[L interface {
-	*E
-	ListerWatcher[T]
-}, E any, T Object](lw L, err error) (ListerWatcher[T], error) {
-	if err != nil {
-		return nil, err
-	}
-	return lw, nil
 }
 
 // projectedListWatch lists and watches T through full and projects each

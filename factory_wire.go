@@ -2,13 +2,16 @@ package informer
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/typedkube/informer/wire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 )
 
 // DecodingMode chooses how the informers of a Factory made by NewFactory
@@ -122,8 +125,9 @@ func (lw *wireListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) 
 func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return lw.compact != nil }
 
 // newWireListWatch returns a ListerWatcher of mapping's resource in sc,
-// decoding as d settles at its first request.
-func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope, protobuf bool, d *wireDecoding[T]) (*wireListWatch[T], error) {
+// decoding as d settles at its first request, and listing records with
+// compact, if not nil.
+func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope, protobuf bool, d *wireDecoding[T], compact *wire.Compact[T]) (ListerWatcher[T], error) {
 	client, err := f.restClient(mapping, protobuf)
 	if err != nil {
 		return nil, err
@@ -142,7 +146,38 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 			opts.Reuse = d.cached
 		}
 		return wire.NewSource(client, mapping.Resource.Resource, sc.namespace, dec, opts)
-	}), d: d}, nil
+	}), d: d, compact: compact}, nil
+}
+
+// restClient returns a REST client for the group and version of mapping
+// that asks for protobuf with JSON as a fallback when protobuf is true
+// (and the factory's *rest.Config sets no content types), and for JSON
+// only otherwise.
+func (f *Factory) restClient(mapping *meta.RESTMapping, protobuf bool) (*rest.RESTClient, error) {
+	gv := mapping.GroupVersionKind.GroupVersion()
+	cfg := rest.CopyConfig(f.cfg)
+	cfg.GroupVersion = &gv
+	cfg.APIPath = "/apis"
+	if gv.Group == "" {
+		cfg.APIPath = "/api"
+	}
+	cfg.NegotiatedSerializer = f.codecs.WithoutConversion()
+	switch {
+	case !protobuf:
+		cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	case cfg.ContentType == "" && cfg.AcceptContentTypes == "":
+		// As client-go's typed clients do (gentype.PrefersProtobuf).
+		cfg.ContentType = runtime.ContentTypeProtobuf
+		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
+	if err := rest.SetKubernetesDefaults(cfg); err != nil {
+		return nil, err
+	}
+	client, err := rest.RESTClientForConfigAndClient(cfg, f.http)
+	if err != nil {
+		return nil, fmt.Errorf("informer: REST client for %v: %w", gv, err)
+	}
+	return client, nil
 }
 
 // wireDecoding is how one informer of the factory decodes with package
@@ -164,7 +199,7 @@ type wireDecoding[T Object] struct {
 // newWireDecoding returns the decoding of an informer made with o, with
 // newDecoder, such as wire.NewDecoder[T, T].
 func newWireDecoding[T Object](f *Factory, o ForOptions[T], newDecoder func(wire.Options) (*wire.Decoder[T], error)) (*wireDecoding[T], error) {
-	d := &wireDecoding[T]{newDecoder: newDecoder, opts: f.opts.Wire, reuse: transformFor(f, o) == nil}
+	d := &wireDecoding[T]{newDecoder: newDecoder, opts: f.opts.Wire, reuse: o.Transform == nil && f.opts.DefaultTransform == nil}
 	d.opts.NoMapSharing = d.opts.NoMapSharing || !d.reuse
 	var err error
 	d.dec, err = newDecoder(d.opts)
