@@ -23,6 +23,18 @@
 // resulting notifications to each registered handler's buffer; every
 // handler runs on a goroutine of its own. Lister[T] reads the cache.
 //
+// A Factory makes informers of any type without generated code, and shares
+// them. For, ForProjection, ForUnstructured and ForMetadata take one path,
+// and differ only in the Go type or resource they start from and in the
+// sources they allow:
+//
+//	what:  the Go type --scheme--> kind --RESTMapper--> resource, scope, informer name
+//	where: namespaces, label and field selectors, tweaks of each request
+//	how:   one source: package wire or client-go's codecs over REST, the factory's clients,
+//	       the dynamic or metadata client, a projection, a compact store
+//	join:  the informer an earlier call made, if the options agree; else a new one, registered
+//	start: with Factory.Start, or at once if the factory runs
+//
 // The structures underneath are usable alone: Store[T] and Indexer[T] (a
 // thread-safe keyed cache with secondary indexes), FIFO[T] (latest object
 // per key) and DeltaFIFO[T] (every change per key, with tombstones for

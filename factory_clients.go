@@ -83,11 +83,11 @@ func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory
 // clientListWatchFor returns the ListerWatcher of For[T] in a factory made
 // by NewFactoryForClients: its Source's, T's typed client in Kube, or else
 // the dynamic client converting from unstructured objects.
-func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, sc scope) (ListerWatcher[T], error) {
+func clientListWatchFor[T Object](f *Factory, r *apiResource, sc scope) (ListerWatcher[T], error) {
 	if f.clients.Source != nil {
-		lw, err := f.clients.Source(mapping, sc.namespace)
+		lw, err := f.clients.Source(r.mapping, sc.namespace)
 		if err != nil || lw == nil {
-			return nil, fmt.Errorf("informer: FactoryClients.Source of %s: %w", mapping.Resource, cmp.Or(err, ErrInvalidOptions))
+			return nil, fmt.Errorf("informer: FactoryClients.Source of %s: %w", r.mapping.Resource, cmp.Or(err, ErrInvalidOptions))
 		}
 		return convertedListWatch(lw, sc.tweak, func(obj Object) (T, error) {
 			t, ok := obj.DeepCopyObject().(T) // as from a server: its own, to transform in place
@@ -100,30 +100,19 @@ func clientListWatchFor[T Object](f *Factory, mapping *meta.RESTMapping, list re
 	if f.clients.Kube != nil {
 		m := &typedClientMapper{clients: f.clients.Kube, scheme: f.opts.Scheme}
 		if c, ok := m.clientFor(reflect.TypeFor[T]().Elem()); ok {
-			lw, err := newReflectedListWatch[T](c.get(sc.namespace), list, sc.tweak)
+			lw, err := reflectedListWatch[T](c.get(sc.namespace), r.list, sc.tweak)
 			if err != nil {
 				return nil, err
 			}
-			if watchListUnsupported(f.clients.Kube) {
-				return WithoutWatchList(lw), nil
-			}
-			return lw, nil
+			return markedLike(f.clients.Kube, lw), nil
 		}
 	}
 	if f.clients.Dynamic == nil {
 		var zero T
 		return nil, fmt.Errorf("%w: %T has no typed client in FactoryClients.Kube, and FactoryClients.Dynamic is nil", ErrInvalidOptions, zero)
 	}
-	var c dynamic.ResourceInterface = f.clients.Dynamic.Resource(mapping.Resource)
-	if sc.namespace != "" {
-		c = f.clients.Dynamic.Resource(mapping.Resource).Namespace(sc.namespace)
-	}
 	toT := func(u *unstructured.Unstructured) (T, error) { return fromUnstructured[T](u.Object) }
-	lw := convertedListWatch(ListWatchFromDynamic(c, sc.tweak), nil, toT)
-	if watchListUnsupported(f.clients.Dynamic) {
-		return WithoutWatchList(lw), nil
-	}
-	return lw, nil
+	return convertedListWatch(dynamicListWatch(f.clients.Dynamic, r.mapping.Resource, sc), nil, toT), nil
 }
 
 // convertedListWatch lists and watches through full, after tweak (if not
@@ -166,10 +155,7 @@ func convertedListWatch[From, To Object](full ListerWatcher[From], tweak func(*m
 			}), nil
 		},
 	}
-	if watchListUnsupported(full) {
-		return WithoutWatchList[To](lw)
-	}
-	return lw
+	return markedLike[To](full, lw)
 }
 
 // undecodableEvent is the ERROR event that reports a watch event whose
@@ -206,46 +192,43 @@ func fromUnstructured[T Object](u map[string]any) (T, error) {
 }
 
 // reflectedListWatch lists and watches through a typed client found by
-// reflection (a value with List and Watch methods, such as a PodInterface).
-type reflectedListWatch[T Object] struct {
-	list, watch reflect.Value // the client's List and Watch methods
-	items       func(runtime.Object) []T
-	tweak       func(*metav1.ListOptions)
-}
-
-func newReflectedListWatch[T Object](client reflect.Value, list reflect.Type, tweak func(*metav1.ListOptions)) (*reflectedListWatch[T], error) {
+// reflection (a value with List and Watch methods, such as a PodInterface),
+// after tweak, if not nil, has edited the options.
+func reflectedListWatch[T Object](client reflect.Value, list reflect.Type, tweak func(*metav1.ListOptions)) (ListerWatcher[T], error) {
 	items, err := itemsOf[T](list)
 	if err != nil {
 		return nil, err
 	}
-	return &reflectedListWatch[T]{list: client.MethodByName("List"), watch: client.MethodByName("Watch"), items: items, tweak: tweak}, nil
-}
-
-func (lw *reflectedListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
-	if lw.tweak != nil {
-		lw.tweak(&opts)
+	call := func(method reflect.Value, ctx context.Context, opts metav1.ListOptions) (any, error) {
+		if tweak != nil {
+			tweak(&opts)
+		}
+		out := method.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
+		err, _ := out[1].Interface().(error)
+		return out[0].Interface(), err
 	}
-	out := lw.list.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
-	if err, _ := out[1].Interface().(error); err != nil {
-		return nil, err
-	}
-	list, ok := out[0].Interface().(runtime.Object)
-	if !ok || isNil(list) {
-		return nil, fmt.Errorf("informer: the typed client's List returned no list")
-	}
-	return pageOf(list, lw.items), nil
-}
-
-func (lw *reflectedListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	if lw.tweak != nil {
-		lw.tweak(&opts)
-	}
-	out := lw.watch.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
-	if err, _ := out[1].Interface().(error); err != nil {
-		return nil, err
-	}
-	w, _ := out[0].Interface().(watch.Interface)
-	return w, nil
+	listMethod, watchMethod := client.MethodByName("List"), client.MethodByName("Watch")
+	return ListWatchFuncs[T]{
+		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
+			out, err := call(listMethod, ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			list, ok := out.(runtime.Object)
+			if !ok || isNil(list) {
+				return nil, fmt.Errorf("informer: the typed client's List returned no list")
+			}
+			return pageOf(list, items), nil
+		},
+		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			out, err := call(watchMethod, ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			w, _ := out.(watch.Interface)
+			return w, nil
+		},
+	}, nil
 }
 
 // typedClient is one resource's typed client in a clientset, such as

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -33,9 +32,10 @@ type restListWatch[T Object] struct {
 	items     func(list runtime.Object) []T
 }
 
-// newRESTListWatch returns the ListerWatcher of For: the resource of
-// mapping, in sc, with list the Go type of its list kind.
-func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list reflect.Type, sc scope) (*restListWatch[T], error) {
+// newRESTListWatch returns the ListerWatcher of For with client-go's
+// codecs: the resource of r, in sc.
+func newRESTListWatch[T Object](f *Factory, r *apiResource, sc scope) (ListerWatcher[T], error) {
+	mapping, list := r.mapping, r.list
 	items, err := itemsOf[T](list)
 	if err != nil {
 		return nil, err
@@ -56,49 +56,10 @@ func newRESTListWatch[T Object](f *Factory, mapping *meta.RESTMapping, list refl
 	}, nil
 }
 
-// restClient returns a REST client for the group and version of mapping
-// that asks for protobuf with JSON as a fallback when protobuf is true
-// (and the factory's *rest.Config sets no content types), and for JSON
-// only otherwise.
-func (f *Factory) restClient(mapping *meta.RESTMapping, protobuf bool) (*rest.RESTClient, error) {
-	gv := mapping.GroupVersionKind.GroupVersion()
-	cfg := rest.CopyConfig(f.cfg)
-	cfg.GroupVersion = &gv
-	cfg.APIPath = "/apis"
-	if gv.Group == "" {
-		cfg.APIPath = "/api"
-	}
-	cfg.NegotiatedSerializer = f.codecs.WithoutConversion()
-	switch {
-	case !protobuf:
-		cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
-	case cfg.ContentType == "" && cfg.AcceptContentTypes == "":
-		// As client-go's typed clients do (gentype.PrefersProtobuf).
-		cfg.ContentType = runtime.ContentTypeProtobuf
-		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	}
-	if err := rest.SetKubernetesDefaults(cfg); err != nil {
-		return nil, err
-	}
-	client, err := rest.RESTClientForConfigAndClient(cfg, f.http)
-	if err != nil {
-		return nil, fmt.Errorf("informer: REST client for %v: %w", gv, err)
-	}
-	return client, nil
-}
-
 // List lists one page, as client-go's typed clients do.
 func (lw *restListWatch[T]) List(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
-	if lw.tweak != nil {
-		lw.tweak(&opts)
-	}
 	list := lw.newList()
-	res := lw.client.Get().
-		NamespaceIfScoped(lw.namespace, lw.namespace != "").
-		Resource(lw.resource).
-		VersionedParams(&opts, metav1.ParameterCodec).
-		Timeout(timeoutOf(opts)).
-		Do(ctx)
+	res := lw.request(&opts, false).Do(ctx)
 	if err := res.Error(); err != nil {
 		return nil, err // the request's: transport, status
 	}
@@ -123,29 +84,33 @@ func pageOf[T Object](list runtime.Object, items func(runtime.Object) []T) *List
 // event's object with the factory's scheme, and the Reflector converts it to
 // T.
 func (lw *restListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.request(&opts, true).Watch(ctx)
+}
+
+// request is the GET of a LIST or a WATCH with opts, after tweak, as
+// client-go's typed clients make it.
+func (lw *restListWatch[T]) request(opts *metav1.ListOptions, watch bool) *rest.Request {
 	if lw.tweak != nil {
-		lw.tweak(&opts)
+		lw.tweak(opts)
 	}
-	opts.Watch = true
+	if watch {
+		opts.Watch = true
+	}
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
 	return lw.client.Get().
 		NamespaceIfScoped(lw.namespace, lw.namespace != "").
 		Resource(lw.resource).
-		VersionedParams(&opts, metav1.ParameterCodec).
-		Timeout(timeoutOf(opts)).
-		Watch(ctx)
+		VersionedParams(opts, metav1.ParameterCodec).
+		Timeout(timeout)
 }
 
 // IsWatchListSemanticsUnSupported returns false: a REST client can ask a
 // server for a watch-list stream. A server that refuses one makes the
 // Reflector, in WatchListAuto mode, list instead.
 func (lw *restListWatch[T]) IsWatchListSemanticsUnSupported() bool { return false }
-
-func timeoutOf(opts metav1.ListOptions) time.Duration {
-	if opts.TimeoutSeconds == nil {
-		return 0
-	}
-	return time.Duration(*opts.TimeoutSeconds) * time.Second
-}
 
 // itemsOf checks that list, the Go type of T's list kind, is a pointer to
 // a struct with list metadata and a field Items []E, where T is *E, and

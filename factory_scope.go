@@ -3,7 +3,6 @@ package informer
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,48 +19,22 @@ type scope struct {
 	tweak     func(*metav1.ListOptions)
 }
 
-// newShared returns the shared entry of the informer named name of
-// mapping's resource, scoped as o (validated by forOptions) and the
-// factory's options ask.
-func newShared[T Object](f *Factory, name string, mapping *meta.RESTMapping, o ForOptions[T]) (*shared[T], error) {
+// newShared returns the shared entry of the informer of r, scoped as o
+// (validated by forOptions) and the factory's options ask.
+func newShared[T Object](f *Factory, r *apiResource, o ForOptions[T]) (*shared[T], error) {
 	s := &shared[T]{
-		name:          name,
-		namespaced:    mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+		name:          r.name,
+		namespaced:    r.mapping.Scope.Name() == meta.RESTScopeNameNamespace,
 		labelSelector: o.LabelSelector,
 		fieldSelector: o.FieldSelector,
 		tweak:         o.TweakListOptions,
-		compact:       o.Compact || f.opts.Informer.Compact,
 	}
 	var err error
 	if s.namespaces, err = f.namespaces(s.name, s.namespaced, o); err != nil {
 		return nil, err
 	}
+	s.requests = composeTweak(f.opts.TweakListOptions, s.labelSelector, s.fieldSelector, s.tweak)
 	return s, nil
-}
-
-// scopedListWatch returns the ListerWatcher of the informer of s: the one
-// mk makes for its namespace, or, for several, one merging those mk makes
-// for each. Every request has the factory's TweakListOptions, then s's
-// selectors, then s's own TweakListOptions applied.
-func scopedListWatch[T Object](f *Factory, s *shared[T], mk func(scope) (ListerWatcher[T], error)) (ListerWatcher[T], error) {
-	tweak := composeTweak(f.opts.TweakListOptions, s.labelSelector, s.fieldSelector, s.tweak)
-	if len(s.namespaces) == 1 {
-		return mk(scope{namespace: s.namespaces[0], tweak: tweak})
-	}
-	return MultiNamespaceListWatch(s.namespaces, func(ns string) (ListerWatcher[T], error) {
-		return mk(scope{namespace: ns, tweak: tweak})
-	})
-}
-
-// orNil returns lw as a ListerWatcher, nil (not a nil *L) with an error.
-func orNil[L interface {
-	*E
-	ListerWatcher[T]
-}, E any, T Object](lw L, err error) (ListerWatcher[T], error) {
-	if err != nil {
-		return nil, err
-	}
-	return lw, nil
 }
 
 // composeTweak returns the edit of list options that applies factory, then
@@ -167,36 +140,4 @@ func (o ForOptions[T]) requested() []string {
 		return []string{o.Namespace}
 	}
 	return o.Namespaces
-}
-
-// namespaceText names what an informer watching namespaces watches.
-func namespaceText(namespaces []string) string {
-	switch {
-	case len(namespaces) == 1 && namespaces[0] == metav1.NamespaceAll:
-		return "every namespace"
-	case len(namespaces) == 1:
-		return fmt.Sprintf("namespace %q", namespaces[0])
-	}
-	return fmt.Sprintf("namespaces %q", strings.Join(namespaces, ", "))
-}
-
-// transformFor returns the transform of the informers made with o: o's,
-// or else the factory's default, converted to T, or nil.
-func transformFor[T Object](f *Factory, o ForOptions[T]) TransformFunc[T] {
-	dt := f.opts.DefaultTransform
-	if o.Transform != nil || dt == nil {
-		return o.Transform
-	}
-	return func(obj T) (T, error) {
-		var zero T
-		out, err := dt(obj)
-		if err != nil {
-			return zero, err
-		}
-		t, ok := out.(T)
-		if !ok {
-			return zero, fmt.Errorf("%w: DefaultTransform returned %T for a %T", ErrUnexpectedObject, out, obj)
-		}
-		return t, nil
-	}
 }

@@ -3,15 +3,15 @@ package informer
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 
 	"github.com/typedkube/informer/wire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 )
 
 // DecodingMode chooses how the informers of a Factory made by NewFactory
@@ -125,8 +125,9 @@ func (lw *wireListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) 
 func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return lw.compact != nil }
 
 // newWireListWatch returns a ListerWatcher of mapping's resource in sc,
-// decoding as d settles at its first request.
-func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope, protobuf bool, d *wireDecoding[T]) (*wireListWatch[T], error) {
+// decoding as d settles at its first request, and listing records with
+// compact, if not nil.
+func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope, protobuf bool, d *wireDecoding[T], compact *wire.Compact[T]) (ListerWatcher[T], error) {
 	client, err := f.restClient(mapping, protobuf)
 	if err != nil {
 		return nil, err
@@ -145,7 +146,38 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 			opts.Reuse = d.cached
 		}
 		return wire.NewSource(client, mapping.Resource.Resource, sc.namespace, dec, opts)
-	}), d: d}, nil
+	}), d: d, compact: compact}, nil
+}
+
+// restClient returns a REST client for the group and version of mapping
+// that asks for protobuf with JSON as a fallback when protobuf is true
+// (and the factory's *rest.Config sets no content types), and for JSON
+// only otherwise.
+func (f *Factory) restClient(mapping *meta.RESTMapping, protobuf bool) (*rest.RESTClient, error) {
+	gv := mapping.GroupVersionKind.GroupVersion()
+	cfg := rest.CopyConfig(f.cfg)
+	cfg.GroupVersion = &gv
+	cfg.APIPath = "/apis"
+	if gv.Group == "" {
+		cfg.APIPath = "/api"
+	}
+	cfg.NegotiatedSerializer = f.codecs.WithoutConversion()
+	switch {
+	case !protobuf:
+		cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	case cfg.ContentType == "" && cfg.AcceptContentTypes == "":
+		// As client-go's typed clients do (gentype.PrefersProtobuf).
+		cfg.ContentType = runtime.ContentTypeProtobuf
+		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
+	if err := rest.SetKubernetesDefaults(cfg); err != nil {
+		return nil, err
+	}
+	client, err := rest.RESTClientForConfigAndClient(cfg, f.http)
+	if err != nil {
+		return nil, fmt.Errorf("informer: REST client for %v: %w", gv, err)
+	}
+	return client, nil
 }
 
 // wireDecoding is how one informer of the factory decodes with package
@@ -167,7 +199,7 @@ type wireDecoding[T Object] struct {
 // newWireDecoding returns the decoding of an informer made with o, with
 // newDecoder, such as wire.NewDecoder[T, T].
 func newWireDecoding[T Object](f *Factory, o ForOptions[T], newDecoder func(wire.Options) (*wire.Decoder[T], error)) (*wireDecoding[T], error) {
-	d := &wireDecoding[T]{newDecoder: newDecoder, opts: f.opts.Wire, reuse: transformFor(f, o) == nil}
+	d := &wireDecoding[T]{newDecoder: newDecoder, opts: f.opts.Wire, reuse: o.Transform == nil && f.opts.DefaultTransform == nil}
 	d.opts.NoMapSharing = d.opts.NoMapSharing || !d.reuse
 	var err error
 	d.dec, err = newDecoder(d.opts)
@@ -208,103 +240,4 @@ func (d *wireDecoding[T]) cached(ref wire.ObjectRef) (T, bool) {
 		return zero, false
 	}
 	return obj, true
-}
-
-// ForProjection returns the factory's shared informer of projections PP
-// (*P) of the kind of TP (*T), such as *corev1.Pod: P is a struct the user
-// writes, with an embedded wire.Meta[P] and a subset of T's fields at every
-// level, each of T's type or a projection of it; no tags, no methods, no
-// generated code. The informer decodes each object straight from the
-// response bytes into a P, never building a T, and caches only P:
-//
-//	type PodSlim struct {
-//		wire.Meta[PodSlim]
-//		Spec struct {
-//			NodeName   string
-//			Containers []struct{ Name, Image string }
-//		}
-//	}
-//	pods, err := informer.ForProjection[PodSlim, corev1.Pod](f)
-//
-// The mapping is checked here: a field T lacks, a type that does not
-// match, or a wire.Meta other than P's own (a Meta[Q] pasted from another
-// projection) is an error wrapping wire.ErrMismatch that names the field's
-// path (see wire.NewDecoder for what a projection may hold).
-// Keys, namespaces, resource versions, label selectors, indexers, listers,
-// handlers and tombstones work with PP as with any type. The informer is
-// shared per P, named like "v1/pods (PodSlim)"; FactoryOptions.Wire
-// configures its decoding; on a relist it reuses unchanged cached objects
-// as DecodeWire does. Other errors and opts are as for For.
-//
-// In a factory made by NewFactoryForClients, the informer lists and
-// watches T through the clients and projects each object by encoding it
-// in protobuf and decoding that, which gives the same P.
-//
-// P and T are structs, not pointers (PP and TP are inferred): for
-// ForProjection[*PodSlim, corev1.Pod] or [PodSlim, *corev1.Pod], Go reports
-// that **PodSlim (or **v1.Pod) does not satisfy the constraint. For of a
-// projection is ErrNotRegistered, naming ForProjection. Generated listers,
-// which assert *T, cannot read the cache (see clientgo.Indexer).
-func ForProjection[P, T any, PP interface {
-	*P
-	Object
-}, TP interface {
-	*T
-	Object
-}](f *Factory, opts ...ForOptions[PP]) (*SharedIndexInformer[PP], error) {
-	o, err := forOptions(f, opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.Compact {
-		return nil, fmt.Errorf("%w: a compact store keeps full objects, not projections", ErrInvalidOptions)
-	}
-	typ := reflect.TypeFor[PP]()
-	if inf, found, err := existingFor(f, typ, o); found {
-		return inf, err
-	}
-	d, err := newWireDecoding(f, o, wire.NewDecoder[PP, TP])
-	if err != nil {
-		return nil, fmt.Errorf("informer: projection %v of %v: %w", reflect.TypeFor[P](), reflect.TypeFor[T](), err)
-	}
-	s, mapping, list, err := sharedFor[TP](context.Background(), f, o, func(gvr schema.GroupVersionResource) string {
-		return flavoredName(gvr, reflect.TypeFor[P]().Name())
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.compact = false // a projection is small already
-	lw, err := scopedListWatch(f, s, func(sc scope) (ListerWatcher[PP], error) {
-		if f.clients != nil {
-			full, err := clientListWatchFor[TP](f, mapping, list, sc)
-			if err != nil {
-				return nil, err
-			}
-			return projectedListWatch(full, d), nil
-		}
-		_, protobuf := any(TP(nil)).(protobufDecodable)
-		return orNil(newWireListWatch(f, mapping, sc, protobuf, d))
-	})
-	if err != nil {
-		return nil, err
-	}
-	return registerDecoded(f, s, typ, mapping, lw, o, d)
-}
-
-// projectedListWatch lists and watches T through full and projects each
-// object into PP through its protobuf encoding.
-func projectedListWatch[PP, TP Object](full ListerWatcher[TP], d *wireDecoding[PP]) ListerWatcher[PP] {
-	return convertedListWatch(full, nil, func(obj TP) (PP, error) {
-		var zero PP
-		m, ok := any(obj).(interface{ Marshal() ([]byte, error) })
-		if !ok {
-			return zero, fmt.Errorf("informer: %T has no protobuf encoding to project", obj)
-		}
-		b, err := m.Marshal()
-		if err != nil {
-			return zero, err
-		}
-		dec, _ := d.settle()
-		return dec.Protobuf(b)
-	})
 }

@@ -43,11 +43,3 @@ type Metrics interface {
 	// is the Deltas of one key.
 	ObserveProcessing(changes int, d time.Duration)
 }
-
-// metricsFor returns the Metrics of the informer name that o makes.
-func (o InformerOptions) metricsFor(name string) Metrics {
-	if o.Metrics == nil {
-		return nil
-	}
-	return o.Metrics(name)
-}
