@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/typedkube/informer/wire"
 	"net/http"
 	"reflect"
 	"slices"
@@ -26,6 +25,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
+
+	"github.com/typedkube/informer/wire"
 )
 
 // build is the one pipeline every For* takes, from its arguments to a
