@@ -40,6 +40,9 @@ type Compact[PP any] struct {
 
 	cache decodedCache
 	bufs  sync.Pool // of *[]byte: buffers to put a record's encoding back together in
+	// aliasBufs is of *aliases: buffers to put a protobuf record's
+	// encoding back together in, to decode it.
+	aliasBufs sync.Pool
 }
 
 // protoSizer is the generated protobuf encoder of the built-in types.
@@ -123,22 +126,37 @@ func (c *Compact[PP]) Decode(r *Record) (PP, error) {
 		}
 		return cast[PP](p), nil
 	}
-	bp := c.buf()
-	b := r.AppendTo((*bp)[:0])
 	var obj PP
 	var err error
 	if r.json {
+		bp := c.buf()
+		b := r.AppendTo((*bp)[:0])
 		obj, err = c.dec.JSON(b)
+		*bp = b[:0]
+		c.bufs.Put(bp)
 	} else {
-		obj, err = c.dec.Protobuf(b)
+		obj, err = c.protobuf(r)
 	}
-	*bp = b[:0]
-	c.bufs.Put(bp)
 	if err != nil {
 		var zero PP
 		return zero, err
 	}
 	return c.keep(r, obj), nil
+}
+
+// protobuf decodes r, a protobuf record, into an object whose strings are
+// made over r's memory (see aliases).
+func (c *Compact[PP]) protobuf(r *Record) (PP, error) {
+	a, _ := c.aliasBufs.Get().(*aliases)
+	if a == nil {
+		a = new(aliases)
+	}
+	a.buf, a.segs = r.appendSegments(a.buf, a.segs)
+	obj, err := c.dec.record(a.buf, a)
+	clear(a.segs) // they point into r
+	a.buf, a.segs = a.buf[:0], a.segs[:0]
+	c.aliasBufs.Put(a)
+	return obj, err
 }
 
 // keep makes obj the decoded object of r, unless another read did so
