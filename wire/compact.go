@@ -21,7 +21,10 @@ const DecodedCacheSize = 1024
 // modified. It is safe for concurrent use.
 //
 // A record decodes into an object equal, under go-cmp, to the one Protobuf
-// or JSON would decode from the same bytes. A type's protobuf encoding has
+// or JSON would decode from the same bytes. The strings of an object
+// decoded from protobuf are made over the record's memory rather than
+// copied (see aliases): the object keeps the record's bytes alive for as
+// long as it lives, also after the record has left the store. A type's protobuf encoding has
 // no TypeMeta: objects Encode keeps come back without their Kind and
 // APIVersion once they have left the cache, as objects the API server sent
 // in protobuf always are.
