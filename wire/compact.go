@@ -21,7 +21,10 @@ const DecodedCacheSize = 1024
 // modified. It is safe for concurrent use.
 //
 // A record decodes into an object equal, under go-cmp, to the one Protobuf
-// or JSON would decode from the same bytes. A type's protobuf encoding has
+// or JSON would decode from the same bytes. The strings of an object
+// decoded from protobuf are made over the record's memory rather than
+// copied (see aliases): the object keeps the record's bytes alive for as
+// long as it lives, also after the record has left the store. A type's protobuf encoding has
 // no TypeMeta: objects Encode keeps come back without their Kind and
 // APIVersion once they have left the cache, as objects the API server sent
 // in protobuf always are.
@@ -40,6 +43,9 @@ type Compact[PP any] struct {
 
 	cache decodedCache
 	bufs  sync.Pool // of *[]byte: buffers to put a record's encoding back together in
+	// aliasBufs is of *aliases: buffers to put a protobuf record's
+	// encoding back together in, to decode it.
+	aliasBufs sync.Pool
 }
 
 // protoSizer is the generated protobuf encoder of the built-in types.
@@ -123,22 +129,37 @@ func (c *Compact[PP]) Decode(r *Record) (PP, error) {
 		}
 		return cast[PP](p), nil
 	}
-	bp := c.buf()
-	b := r.AppendTo((*bp)[:0])
 	var obj PP
 	var err error
 	if r.json {
+		bp := c.buf()
+		b := r.AppendTo((*bp)[:0])
 		obj, err = c.dec.JSON(b)
+		*bp = b[:0]
+		c.bufs.Put(bp)
 	} else {
-		obj, err = c.dec.Protobuf(b)
+		obj, err = c.protobuf(r)
 	}
-	*bp = b[:0]
-	c.bufs.Put(bp)
 	if err != nil {
 		var zero PP
 		return zero, err
 	}
 	return c.keep(r, obj), nil
+}
+
+// protobuf decodes r, a protobuf record, into an object whose strings are
+// made over r's memory (see aliases).
+func (c *Compact[PP]) protobuf(r *Record) (PP, error) {
+	a, _ := c.aliasBufs.Get().(*aliases)
+	if a == nil {
+		a = new(aliases)
+	}
+	a.buf, a.segs = r.appendSegments(a.buf, a.segs)
+	obj, err := c.dec.record(a.buf, a)
+	clear(a.segs) // they point into r
+	a.buf, a.segs = a.buf[:0], a.segs[:0]
+	c.aliasBufs.Put(a)
+	return obj, err
 }
 
 // keep makes obj the decoded object of r, unless another read did so

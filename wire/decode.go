@@ -38,6 +38,10 @@ type state struct {
 	// between objects (see quantityHoldsDec): the map being decoded is
 	// then not remembered for its entries.
 	notShared bool
+	// alias, when set, says where the bytes being decoded, a record's
+	// encoding put back together, lie in the record's memory: strings are
+	// made over that memory rather than copied (see aliases).
+	alias *aliases
 }
 
 // message decodes the protobuf message b into the struct at base.
@@ -180,7 +184,9 @@ func (s *state) scalar(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, er
 		if err != nil {
 			return 0, err
 		}
-		if o.kept {
+		if str, ok := s.alias.str(b[start:end]); ok {
+			*(*string)(ptr) = str
+		} else if o.kept {
 			*(*string)(ptr) = s.strs.get(b[start:end])
 		} else {
 			*(*string)(ptr) = string(b[start:end])
@@ -542,7 +548,11 @@ func (s *state) sharedMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 	shareable := !s.notShared
 	s.notShared = outer || s.notShared
 	if set != nil && shareable && *m != nil && len(run) > 0 {
-		set.put(o.mapType, string(run), *m)
+		key, ok := s.alias.str(run)
+		if !ok {
+			key = string(run)
+		}
+		set.put(o.mapType, key, *m)
 	}
 	return end, nil
 }

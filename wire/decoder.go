@@ -163,7 +163,25 @@ func (d *Decoder[PP]) ProtobufInto(b []byte, p PP) error {
 	return d.into(b, ptr)
 }
 
-func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) (err error) {
+func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) error { return d.decodeInto(b, p, nil) }
+
+// record decodes b, the encoding of a record put back together, into a
+// new P whose strings alias the record's memory where a finds them there.
+func (d *Decoder[PP]) record(b []byte, a *aliases) (PP, error) {
+	var zero PP
+	if d.plan == nil {
+		return zero, d.decodeInto(b, nil, a)
+	}
+	p := unsafe_New(d.elemType)
+	if err := d.decodeInto(b, p, a); err != nil {
+		return zero, err
+	}
+	return cast[PP](p), nil
+}
+
+// decodeInto decodes b into the P at p; with a, strings alias the memory
+// a maps b to, where they can.
+func (d *Decoder[PP]) decodeInto(b []byte, p unsafe.Pointer, a *aliases) (err error) {
 	if d.plan == nil {
 		return &DecodeError{Err: fmt.Errorf("%w: %s has no protobuf encoding", ErrMalformed, d.tname)}
 	}
@@ -174,7 +192,7 @@ func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) (err error) {
 	}()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, filter: d.opts.Annotations}
+	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, filter: d.opts.Annotations, alias: a}
 	return s.message(b, p, d.plan)
 }
 
