@@ -34,6 +34,7 @@ type state struct {
 	maps   *mapTable         // nil: no map sharing
 	bytes  *bytesTable       // nil: no sharing of FieldsV1
 	filter func(string) bool // annotations kept; nil keeps all
+	share  *sharing          // told of the maps handed to a second object; nil: none
 }
 
 // message decodes the protobuf message b into the struct at base.
@@ -517,6 +518,7 @@ func (s *state) stringMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 		var seen map[string]string
 		if set, seen = s.maps.find(run); seen != nil {
 			*m = seen
+			s.share.noteShared(seen)
 			return end, nil
 		}
 	}

@@ -63,6 +63,9 @@ type Decoder[PP any] struct {
 	jsonMaps       *mapTable
 	jsonMapOffsets []uintptr
 	scratch        map[*op]unsafe.Pointer // the values Validate unmarshals into (see validator)
+	// share is what the decoder shares, for its Sizer; nil without
+	// sharing. Its tables are the ones above.
+	share *sharing
 	opts           Options
 	meta           int // offset of P's Meta, or -1
 	objectMeta     int // offset of P's embedded metav1.ObjectMeta, or -1
@@ -118,6 +121,11 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 			d.jsonMaps = newMapTable()
 			d.jsonMapOffsets = jsonMapFields(p)
 		}
+		d.share = &sharing{mu: &d.mu, strs: d.strs, bytes: d.bytes}
+		if d.maps != nil {
+			d.share.maps = new([sharedMapSlots]map[string]string)
+			d.share.tables = []*mapTable{d.maps, d.jsonMaps}
+		}
 	}
 	if p != t {
 		sh := &shadower{done: map[shadowKey]reflect.Type{}}
@@ -169,7 +177,7 @@ func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) (err error) {
 	}()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, filter: d.opts.Annotations}
+	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, filter: d.opts.Annotations, share: d.share}
 	return s.message(b, p, d.plan)
 }
 
@@ -204,7 +212,11 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
 	if d.jsonMaps != nil && len(d.jsonMapOffsets) > 0 {
 		d.mu.Lock()
 		for _, off := range d.jsonMapOffsets {
-			d.jsonMaps.share((*map[string]string)(unsafe.Add(p, off)))
+			m := (*map[string]string)(unsafe.Add(p, off))
+			before := *m
+			if d.jsonMaps.share(m); len(*m) > 0 && !samePtr(before, *m) {
+				d.share.noteShared(*m)
+			}
 		}
 		d.mu.Unlock()
 	}
