@@ -65,10 +65,10 @@ type Decoder[PP any] struct {
 	scratch        map[*op]unsafe.Pointer // the values Validate unmarshals into (see validator)
 	// share is what the decoder shares, for its Sizer; nil without
 	// sharing. Its tables are the ones above.
-	share *sharing
-	opts           Options
-	meta           int // offset of P's Meta, or -1
-	objectMeta     int // offset of P's embedded metav1.ObjectMeta, or -1
+	share      *sharing
+	opts       Options
+	meta       int // offset of P's Meta, or -1
+	objectMeta int // offset of P's embedded metav1.ObjectMeta, or -1
 	// elemType is the descriptor of P, for allocating one.
 	elemType unsafe.Pointer
 	tname    string
