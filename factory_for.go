@@ -108,6 +108,7 @@ type shared[T Object] struct {
 	wrap                         func(ListerWatcher[T]) ListerWatcher[T] // ForOptions.WrapListWatch
 	compact                      bool                                    // the informer keeps a compact store
 	codec                        recordCodec[T]                          // its codec, shared with its source; nil: its own
+	sizer                        objectSizer[T]                          // the sizer of its objects; zero: NewSharedIndexInformer's
 }
 
 // For returns the factory's shared informer of T, such as *corev1.Pod,
@@ -230,6 +231,9 @@ func sharedFor[K, T Object](ctx context.Context, f *Factory, o ForOptions[T], na
 // registerDecoded registers the informer of s, as register does, and
 // gives it to d, if not nil, which reads its transform and cache.
 func registerDecoded[T Object](f *Factory, s *shared[T], typ reflect.Type, mapping *meta.RESTMapping, lw ListerWatcher[T], o ForOptions[T], d *wireDecoding[T]) (*SharedIndexInformer[T], error) {
+	if d != nil {
+		s.sizer = d.objectSizer()
+	}
 	inf, err := register(f, s, typ, mapping.Resource, lw, o)
 	if err == nil && d != nil {
 		d.inf.Store(inf)
@@ -404,6 +408,7 @@ func register[T Object](f *Factory, s *shared[T], typ reflect.Type, gvr schema.G
 		NoLabelIndex:        f.opts.Informer.NoLabelIndex,
 		Compact:             s.compact,
 		codec:               s.codec,
+		sizer:               s.sizer,
 	})
 	if err != nil {
 		f.mu.Unlock()

@@ -461,6 +461,9 @@ func hashBytes(b []byte) uint64 {
 // while, never a leak.
 type interner struct {
 	slots []string
+	// hit tells the slots whose string was handed out again, to a
+	// second object: shared, for a Sizer.
+	hit []bool
 }
 
 const (
@@ -469,7 +472,7 @@ const (
 )
 
 func newInterner() *interner {
-	return &interner{slots: make([]string, internSlots)}
+	return &interner{slots: make([]string, internSlots), hit: make([]bool, internSlots)}
 }
 
 func (in *interner) get(b []byte) string {
@@ -481,10 +484,11 @@ func (in *interner) get(b []byte) string {
 	}
 	i := hashBytes(b) & (internSlots - 1)
 	if s := in.slots[i]; s == string(b) {
+		in.hit[i] = true
 		return s
 	}
 	s := string(b)
-	in.slots[i] = s
+	in.slots[i], in.hit[i] = s, false
 	return s
 }
 

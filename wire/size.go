@@ -382,13 +382,14 @@ func (sh *sharing) holdsBytes(b []byte) bool {
 }
 
 // holds reports whether s is the very string the table holds for its
-// bytes: one that objects share.
+// bytes, and has handed to a second object: one that objects share.
 func (in *interner) holds(s string) bool {
 	if in == nil || len(s) == 0 || len(s) > internMaxLen {
 		return false
 	}
-	t := in.slots[hashString(s)&(internSlots-1)]
-	return len(t) == len(s) && unsafe.StringData(t) == unsafe.StringData(s)
+	i := hashString(s) & (internSlots - 1)
+	t := in.slots[i]
+	return in.hit[i] && len(t) == len(s) && unsafe.StringData(t) == unsafe.StringData(s)
 }
 
 // hashString is hashBytes of s's bytes.
@@ -402,9 +403,11 @@ func hashString(s string) uint64 {
 func (sh *sharing) heldBytes() int {
 	n := 0
 	if in := sh.strs; in != nil {
-		n += allocBytes(len(in.slots) * int(unsafe.Sizeof("")))
-		for _, s := range in.slots {
-			n += stringBytes(len(s))
+		n += allocBytes(len(in.slots)*int(unsafe.Sizeof(""))) + allocBytes(len(in.hit))
+		for i, s := range in.slots {
+			if in.hit[i] { // others are counted by the object that holds them
+				n += stringBytes(len(s))
+			}
 		}
 	}
 	if sh.maps != nil {
