@@ -37,9 +37,6 @@ func liveHeap() int64 {
 // full and compact, and checks that storeBytes is within 5% of the heap it
 // and its decoder hold, measured.
 func TestStoreBytesMatchesHeap(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector turns off the allocator's packing of small blocks, which the estimate counts on")
-	}
 	const n = 3000
 	cases := []struct {
 		name string
@@ -80,8 +77,14 @@ func TestStoreBytesMatchesHeap(t *testing.T) {
 				runtime.KeepAlive(x)
 				ratio := float64(got) / float64(held)
 				t.Logf("held %.0f B/object, storeBytes %.0f B/object (%.3f)", float64(held)/n, float64(got)/n, ratio)
-				if ratio < 0.95 || ratio > 1.05 {
-					t.Errorf("storeBytes %d is %.1f%% of the %d B held, want within 5%%", got, 100*ratio, held)
+				// 5%, or 8% under the race detector, whose allocator pads
+				// and aligns blocks in ways the estimate does not follow.
+				tol := 0.05
+				if raceEnabled {
+					tol = 0.08
+				}
+				if ratio < 1-tol || ratio > 1+tol {
+					t.Errorf("storeBytes %d is %.1f%% of the %d B held, want within %.0f%%", got, 100*ratio, held, 100*tol)
 				}
 			})
 		}

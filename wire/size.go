@@ -282,9 +282,9 @@ func mapLayoutBytes(n, slot int) int {
 
 // stringBytes returns the bytes of a string of n bytes: short ones are
 // packed by the allocator's tiny allocator, 16-byte blocks shared by small
-// objects without pointers.
+// objects without pointers (a block each under the race detector).
 func stringBytes(n int) int {
-	if n < 16 {
+	if n < 16 && tinyPacked {
 		return n
 	}
 	return allocBytes(n)

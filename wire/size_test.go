@@ -66,9 +66,6 @@ func jsonOf(t *testing.T, pods []*corev1.Pod) [][]byte {
 // decoder does, and checks that the Sizer's estimate, the objects' sizes
 // plus the decoder's shared bytes, is within 5% of the heap they hold.
 func TestSizerMatchesHeap(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector turns off the allocator's packing of small blocks, which the Sizer counts on")
-	}
 	const n = 2000
 	bench := make([]*corev1.Pod, n)
 	for i := range bench {
@@ -139,11 +136,21 @@ func TestSizerMatchesHeap(t *testing.T) {
 			runtime.KeepAlive(keep)
 			ratio := float64(est) / float64(held)
 			t.Logf("held %.0f B/object, estimated %.0f B/object (%.3f)", float64(held)/n, float64(est)/n, ratio)
-			if ratio < 0.95 || ratio > 1.05 {
-				t.Errorf("estimate %d B is %.1f%% of the %d B held, want within 5%%", est, 100*ratio, held)
+			if tol := heapTolerance(); ratio < 1-tol || ratio > 1+tol {
+				t.Errorf("estimate %d B is %.1f%% of the %d B held, want within %.0f%%", est, 100*ratio, held, 100*tol)
 			}
 		})
 	}
+}
+
+// heapTolerance is how far from the heap held an estimate may be: 5%, or
+// 8% under the race detector, whose allocator pads and aligns blocks in
+// ways the Sizer does not follow.
+func heapTolerance() float64 {
+	if raceEnabled {
+		return 0.08
+	}
+	return 0.05
 }
 
 // decodeProjection is decodeAll for a projection of a Pod.
