@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"context"
 	"fmt"
+	"github.com/typedkube/informer"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,7 +47,7 @@ func BenchmarkManagerColdStart(b *testing.B) {
 	ns := pods(b, coldStartPods)
 	for _, impl := range newCacheFuncs {
 		b.Run(impl.name, func(b *testing.B) {
-			coldStart(b, coldStartPods, func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+			coldStart(b, coldStartPods, func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
 				var reconciled sync.Map
 				var count atomic.Int64
 				mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -73,7 +74,7 @@ func BenchmarkManagerColdStart(b *testing.B) {
 				ctx, cancel := context.WithCancel(ctx)
 				done := make(chan error, 1)
 				go func() { done <- mgr.Start(ctx) }()
-				return func() bool { return count.Load() >= coldStartPods }, func() int { return int(count.Load()) }, func() {
+				return func() bool { return count.Load() >= coldStartPods }, func() int { return int(count.Load()) }, nil, func() {
 					cancel()
 					if err := <-done; err != nil {
 						b.Error(err)
