@@ -25,13 +25,6 @@ func informerIndexer(sz objectSizer[*corev1.Pod], codec *wire.Compact[*corev1.Po
 	return x
 }
 
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
-}
 
 // TestStoreBytesMatchesHeap fills an informer's Indexer with decoded Pods,
 // full and compact, and checks that storeBytes is within 5% of the heap it
@@ -53,7 +46,7 @@ func TestStoreBytesMatchesHeap(t *testing.T) {
 		}
 		for _, compact := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/compact=%v", c.name, compact), func(t *testing.T) {
-				before := liveHeap()
+				before := heapAlloc()
 				dec, err := wire.NewDecoder[*corev1.Pod, *corev1.Pod](wire.Options{})
 				if err != nil {
 					t.Fatal(err)
@@ -72,7 +65,7 @@ func TestStoreBytesMatchesHeap(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				held := liveHeap() - before
+				held := heapAlloc() - before
 				got := x.storeBytes()
 				runtime.KeepAlive(x)
 				ratio := float64(got) / float64(held)

@@ -285,7 +285,7 @@ func mapLayoutBytes(n, slot int) int {
 // objects without pointers (a block each under the race detector).
 func stringBytes(n int) int {
 	if n < 16 && tinyPacked {
-		return n
+		return (n + 7) &^ 7
 	}
 	return allocBytes(n)
 }

@@ -15,7 +15,13 @@ import (
 // decoder hold: the objects' sizes, SharedBytes, and the slice of them.
 func decodeAll[PP any](t *testing.T, encs [][]byte, opts Options, json bool) (any, int) {
 	t.Helper()
-	d, err := NewDecoder[PP, PP](opts)
+	return decodeWith(t, encs, json, func() (*Decoder[PP], error) { return NewDecoder[PP, PP](opts) })
+}
+
+// decodeWith is decodeAll with the decoder newDecoder makes.
+func decodeWith[PP any](t *testing.T, encs [][]byte, json bool, newDecoder func() (*Decoder[PP], error)) (any, int) {
+	t.Helper()
+	d, err := newDecoder()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +36,7 @@ func decodeAll[PP any](t *testing.T, encs [][]byte, opts Options, json bool) (an
 			t.Fatal(err)
 		}
 	}
-	sz := d.Sizer()
-	est := d.SharedBytes() + allocBytes(8*len(objs))
-	for _, o := range objs {
-		est += sz.Size(o)
-	}
-	return []any{objs, d}, est // the decoder's tables are held too
+	return []any{objs, d}, estimate(d.Sizer(), objs, d.SharedBytes()) // the decoder's tables are held too
 }
 
 func protoOf(t *testing.T, pods []*corev1.Pod) [][]byte {
@@ -88,7 +89,9 @@ func TestSizerMatchesHeap(t *testing.T) {
 			return decodeAll[*corev1.Pod](t, benchPB, Options{NoSharing: true}, false)
 		}},
 		{"bench/projection", func(t *testing.T) (any, int) {
-			return decodeProjection[*benchSlim](t, benchPB)
+			return decodeWith(t, benchPB, false, func() (*Decoder[*benchSlim], error) {
+				return NewDecoder[*benchSlim, *corev1.Pod](Options{Annotations: func(string) bool { return false }})
+			})
 		}},
 		{"realistic/protobuf", func(t *testing.T) (any, int) { return decodeAll[*corev1.Pod](t, realPB, Options{}, false) }},
 		{"realistic/dropmanagedfields", func(t *testing.T) (any, int) {
@@ -98,34 +101,10 @@ func TestSizerMatchesHeap(t *testing.T) {
 			return decodeAll[*corev1.Pod](t, realPB, Options{NoMapSharing: true}, false)
 		}},
 		{"realistic/clientgo", func(t *testing.T) (any, int) {
-			objs := make([]*corev1.Pod, len(realPB))
-			for i, b := range realPB {
-				objs[i] = new(corev1.Pod)
-				if err := objs[i].Unmarshal(b); err != nil {
-					t.Fatal(err)
-				}
-			}
-			sz := NewSizer[*corev1.Pod]()
-			est := allocBytes(8 * len(objs))
-			for _, o := range objs {
-				est += sz.Size(o)
-			}
-			return objs, est
+			return undecoded(t, realPB, (*corev1.Pod).Unmarshal)
 		}},
 		{"realistic/unstructured", func(t *testing.T) (any, int) {
-			objs := make([]*unstructured.Unstructured, len(realTyped))
-			for i, b := range realTyped {
-				objs[i] = new(unstructured.Unstructured)
-				if err := objs[i].UnmarshalJSON(b); err != nil {
-					t.Fatal(err)
-				}
-			}
-			sz := NewSizer[*unstructured.Unstructured]()
-			est := allocBytes(8 * len(objs))
-			for _, o := range objs {
-				est += sz.Size(o)
-			}
-			return objs, est
+			return undecoded(t, realTyped, (*unstructured.Unstructured).UnmarshalJSON)
 		}},
 	}
 	for _, c := range cases {
@@ -143,6 +122,30 @@ func TestSizerMatchesHeap(t *testing.T) {
 	}
 }
 
+// undecoded decodes encs with each new object's own method, as client-go
+// does, and returns the objects and the estimate of a Sizer that knows no
+// sharing.
+func undecoded[T any, PT interface{ *T }](t *testing.T, encs [][]byte, unmarshal func(PT, []byte) error) (any, int) {
+	t.Helper()
+	objs := make([]PT, len(encs))
+	for i, b := range encs {
+		objs[i] = PT(new(T))
+		if err := unmarshal(objs[i], b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return objs, estimate(NewSizer[PT](), objs, 0)
+}
+
+// estimate is the sizes of objs, plus shared bytes, plus their slice.
+func estimate[PP any](sz *Sizer[PP], objs []PP, shared int) int {
+	est := shared + allocBytes(8*len(objs))
+	for _, o := range objs {
+		est += sz.Size(o)
+	}
+	return est
+}
+
 // heapTolerance is how far from the heap held an estimate may be: 5%, or
 // 8% under the race detector, whose allocator pads and aligns blocks in
 // ways the Sizer does not follow.
@@ -151,25 +154,4 @@ func heapTolerance() float64 {
 		return 0.08
 	}
 	return 0.05
-}
-
-// decodeProjection is decodeAll for a projection of a Pod.
-func decodeProjection[PP any](t *testing.T, encs [][]byte) (any, int) {
-	t.Helper()
-	d, err := NewDecoder[PP, *corev1.Pod](Options{Annotations: func(string) bool { return false }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := make([]PP, len(encs))
-	for i, b := range encs {
-		if objs[i], err = d.Protobuf(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sz := d.Sizer()
-	est := d.SharedBytes() + allocBytes(8*len(objs))
-	for _, o := range objs {
-		est += sz.Size(o)
-	}
-	return []any{objs, d}, est // the decoder's tables are held too
 }

@@ -2,9 +2,7 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +73,7 @@ func TestStoreBytesMatchesHeap(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, ctx, objectsPerKind, func(ctx context.Context, i int) error {
-		_, err := wc.Create(ctx, benchWidget(i), metav1.CreateOptions{})
+		_, err := wc.Create(ctx, widget.Sample(i), metav1.CreateOptions{})
 		return err
 	})
 
@@ -211,20 +209,5 @@ func create(t *testing.T, ctx context.Context, n int, do func(ctx context.Contex
 	t.Helper()
 	if err := kubetest.Parallel(ctx, n, 16, do); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// benchWidget is a Widget with labels and an annotation, about 400 bytes of JSON, as the e2e
-// benchmarks' Widgets.
-func benchWidget(i int) *widget.Widget {
-	return &widget.Widget{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("widget-%05d", i),
-			Labels: map[string]string{
-				"app": "bench", "tier": []string{"web", "api", "db"}[i%3], "shard": fmt.Sprint(i % 16),
-			},
-			Annotations: map[string]string{"bench.typedkube.io/owner": "team-" + fmt.Sprint(i%8), "note": strings.Repeat("w", 40)},
-		},
-		Spec: widget.WidgetSpec{Color: []string{"red", "green", "blue"}[i%3], Size: int64(i)},
 	}
 }
