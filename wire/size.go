@@ -15,7 +15,8 @@ import (
 //
 // What it counts, per block reached:
 //   - a string: its length, rounded to the allocator's size class; short
-//     strings (under 16 bytes) by their length, as the allocator packs them;
+//     strings (under 16 bytes) by their length rounded to 8, as the
+//     allocator aligns and packs them into shared 16-byte blocks;
 //   - a slice: its capacity times its element's size, rounded;
 //   - a pointer: its element's size, rounded, and what that reaches;
 //   - a map: the Go runtime's layout (Go 1.24+ swiss tables, measured on
