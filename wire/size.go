@@ -61,6 +61,8 @@ type sizeType struct {
 	stringMap bool
 	// fieldsRaw: FieldsV1.Raw, which a decoder may share.
 	fieldsRaw bool
+	// scratch holds *mapScratch for the walks of a map of this type.
+	scratch *sync.Pool
 }
 
 type sizeField struct {
@@ -115,6 +117,9 @@ func buildSizePlan(t reflect.Type) *sizeType {
 		x.elem = buildSizePlan(t.Elem())
 		x.slot = mapSlotSize(t)
 		x.stringMap = t.Key() == stringType && t.Elem() == stringType
+		x.scratch = &sync.Pool{New: func() any {
+			return &mapScratch{k: reflect.New(t.Key()).Elem(), v: reflect.New(t.Elem()).Elem()}
+		}}
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
@@ -152,7 +157,29 @@ func (s *Sizer[T]) Size(v T) int {
 		s.shares.mu.Lock()
 		defer s.shares.mu.Unlock()
 	}
-	return s.walk(s.top, unsafe.Pointer(&v))
+	if s.top.kind == reflect.Pointer && !s.top.leaf {
+		// Read here, so that v does not escape: the walk allocates nothing.
+		q := *(*unsafe.Pointer)(unsafe.Pointer(&v))
+		if q == nil {
+			return 0
+		}
+		return allocBytes(int(s.top.elem.size)) + s.walk(s.top.elem, q)
+	}
+	return s.walkValue(v)
+}
+
+// walkValue walks v, a T that is not a pointer, which escapes: apart from
+// Size, so that Size's own v does not.
+//
+//go:noinline
+func (s *Sizer[T]) walkValue(v T) int { return s.walk(s.top, unsafe.Pointer(&v)) }
+
+// stringSize returns the bytes of str: none if the decoder shares it.
+func (s *Sizer[T]) stringSize(str string) int {
+	if s.shares != nil && s.shares.strs.holds(str) {
+		return 0
+	}
+	return stringBytes(len(str))
 }
 
 // walk returns the bytes the value of plan x at p reaches.
@@ -162,11 +189,7 @@ func (s *Sizer[T]) walk(x *sizeType, p unsafe.Pointer) int {
 	}
 	switch x.kind {
 	case reflect.String:
-		str := *(*string)(p)
-		if s.shares != nil && s.shares.strs.holds(str) {
-			return 0
-		}
-		return stringBytes(len(str))
+		return s.stringSize(*(*string)(p))
 	case reflect.Pointer:
 		q := *(*unsafe.Pointer)(p)
 		if q == nil {
@@ -224,7 +247,7 @@ func (s *Sizer[T]) mapBytes(x *sizeType, p unsafe.Pointer) int {
 		}
 		n := mapLayoutBytes(len(m), int(x.slot))
 		for k, v := range m {
-			n += s.walk(x.key, unsafe.Pointer(&k)) + s.walk(x.elem, unsafe.Pointer(&v))
+			n += s.stringSize(k) + s.stringSize(v)
 		}
 		return n
 	}
@@ -233,14 +256,25 @@ func (s *Sizer[T]) mapBytes(x *sizeType, p unsafe.Pointer) int {
 	if x.key.leaf && x.elem.leaf {
 		return n
 	}
-	k := reflect.New(x.typ.Key()).Elem()
-	v := reflect.New(x.typ.Elem()).Elem()
-	for it := m.MapRange(); it.Next(); {
-		k.SetIterKey(it)
-		v.SetIterValue(it)
-		n += s.walk(x.key, k.Addr().UnsafePointer()) + s.walk(x.elem, v.Addr().UnsafePointer())
+	sc := x.scratch.Get().(*mapScratch)
+	sc.it.Reset(m)
+	for sc.it.Next() {
+		sc.k.SetIterKey(&sc.it)
+		sc.v.SetIterValue(&sc.it)
+		n += s.walk(x.key, sc.k.Addr().UnsafePointer()) + s.walk(x.elem, sc.v.Addr().UnsafePointer())
 	}
+	sc.it.Reset(reflect.Value{})
+	sc.k.SetZero()
+	sc.v.SetZero()
+	x.scratch.Put(sc)
 	return n
+}
+
+// mapScratch is what a walk of a map other than a map[string]string
+// iterates with: reused, so that a walk allocates nothing.
+type mapScratch struct {
+	it   reflect.MapIter
+	k, v reflect.Value // addressable, of the map's key and value types
 }
 
 // dynamic returns the bytes an interface's dynamic value v reaches,

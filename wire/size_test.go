@@ -155,3 +155,62 @@ func heapTolerance() float64 {
 	}
 	return 0.05
 }
+
+// A Sizer's walk allocates nothing: it runs as each object is stored.
+func TestSizerAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	p := testobj.RealisticPod("shop", 1, 4)
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := d.Protobuf(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sz := range []*Sizer[*corev1.Pod]{d.Sizer(), NewSizer[*corev1.Pod]()} {
+		sz.Size(obj) // the pools' first scratch
+		if n := testing.AllocsPerRun(100, func() { sz.Size(obj) }); n != 0 {
+			t.Errorf("Size of a realistic Pod allocates %.0f times, want 0", n)
+		}
+	}
+}
+
+// BenchmarkSizer is what counting StoreBytes adds to storing a realistic
+// Pod (op=size, with the decoder's Sizer), beside decoding it (op=decode).
+func BenchmarkSizer(b *testing.B) {
+	p := testobj.RealisticPod("shop", 1, 4)
+	enc, err := p.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj, err := d.Protobuf(enc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("op=decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := d.Protobuf(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("op=size", func(b *testing.B) {
+		sz := d.Sizer()
+		b.ReportAllocs()
+		for b.Loop() {
+			sz.Size(obj)
+		}
+	})
+}
