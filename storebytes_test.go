@@ -25,7 +25,6 @@ func informerIndexer(sz objectSizer[*corev1.Pod], codec *wire.Compact[*corev1.Po
 	return x
 }
 
-
 // TestStoreBytesMatchesHeap fills an informer's Indexer with decoded Pods,
 // full and compact, and checks that storeBytes is within 5% of the heap it
 // and its decoder hold, measured.
