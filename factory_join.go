@@ -102,6 +102,9 @@ func register[T Object](f *Factory, w what, r *apiResource, s *shared[T], lw Lis
 		Compact:             s.compact,
 		codec:               s.codec,
 	}
+	if d != nil {
+		opts.sizer = d.objectSizer() // counts what the decoder shares once
+	}
 	inf, err := NewSharedIndexInformer(lw, opts)
 	if err != nil {
 		f.mu.Unlock()

@@ -114,6 +114,10 @@ type SharedIndexInformerOptions[T Object] struct {
 	// codec is the compact store's codec, set by a Factory that shares it
 	// with its source; nil makes one.
 	codec recordCodec[T]
+	// sizer tells the bytes of the cached objects, set by a Factory whose
+	// decoder knows what they share; zero makes one that knows nothing of
+	// sharing (see Stats.StoreBytes).
+	sizer objectSizer[T]
 }
 
 // SharedIndexInformer keeps a typed, indexed cache of the objects a
@@ -202,6 +206,10 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 		indexers[name] = f
 	}
 	indexer := NewIndexer(MetaNamespaceKeyFunc[T], indexers)
+	if opts.sizer.size == nil {
+		opts.sizer = plainSizer[T]()
+	}
+	indexer.setSizer(opts.sizer)
 	if opts.Compact {
 		codec := opts.codec
 		if codec == nil {
@@ -210,6 +218,7 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 				return nil, fmt.Errorf("informer: a compact store of %T: %w", zero, err)
 			}
 			codec = wire.NewCompact(dec, wire.DecodedCacheSize)
+			indexer.setSizer(decoderSizer(dec))
 		}
 		_, ownNamespaceIndex := opts.Indexers[NamespaceIndex]
 		indexer.setCompact(codec, !ownNamespaceIndex, true)

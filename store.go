@@ -63,6 +63,12 @@ type Store[T any] struct {
 	// store, which keeps each object as a record (see store_compact.go):
 	// its slots hold records, never objects.
 	compact *compactState[T]
+
+	// sizer, set before the Store is first written, tells the bytes of
+	// its objects; without, the Store counts none (see storebytes.go).
+	sizer objectSizer[T]
+	// bytes is the sum of the slots' sizes; updated under mu.
+	bytes atomic.Int64
 }
 
 // slot holds one stored object. Slots live in an arena, so a *slot stays
@@ -78,6 +84,7 @@ type slot[T any] struct {
 	vals [][]string   // the index values of obj, one entry per index of idx, owned by the slot (see setVals)
 	one  []string     // per index: where vals keeps a single value
 	pos  []int32      // per index with one value: the slot's position in its bucket
+	size uint32       // the bytes the entry holds, as entrySize counted them when it was stored
 }
 
 // setVals records v as the values of index i. The slot keeps its own copy,
@@ -348,6 +355,7 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 	}
 	defer func() { clear(s.scratch) }()
 	var firstErr error
+	var bytes int64
 	for i, obj := range list {
 		vals, err := idx.values(obj, s.scratch[:0], lenient)
 		s.scratch = vals
@@ -366,15 +374,21 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 			idx.index(sl)
 		} else {
 			idx.reindex(sl, vals)
+			bytes -= int64(sl.size)
 		}
 		sl.obj = obj
+		var lbls map[string]string
 		if li != nil {
-			li.set(sl.id, s.labelsOf(obj))
+			lbls = s.labelsOf(obj)
+			li.set(sl.id, lbls)
 		}
+		sl.size = s.entrySize(sl.key, obj, idx.len(), len(lbls))
+		bytes += int64(sl.size)
 	}
 	s.mu.Lock()
 	s.items, s.arena, s.labels = items, ar, li
 	s.idx.Store(idx)
+	s.bytes.Store(bytes)
 	s.mu.Unlock()
 	return firstErr
 }
@@ -421,6 +435,7 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 		i    int
 		vals [][]string
 		lbls map[string]string
+		size uint32
 	}
 	var changes []change
 	var firstErr error
@@ -453,12 +468,13 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 		if s.labelsOf != nil {
 			c.lbls = s.labelsOf(obj)
 		}
+		c.size = s.entrySize(keys[i], obj, idx.len(), len(c.lbls))
 		changes = append(changes, c)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range changes {
-		s.putLocked(keys[c.i], list[c.i], nil, c.vals, c.lbls)
+		s.putLocked(keys[c.i], list[c.i], nil, c.vals, c.lbls, c.size)
 		s.items[keys[c.i]].mark = gen
 	}
 	for key, sl := range s.items {
@@ -492,17 +508,19 @@ func (s *Store[T]) upsert(key string, obj T, lenient bool) (old entry[T], existe
 	if s.labelsOf != nil {
 		lbls = s.labelsOf(obj)
 	}
+	size := s.entrySize(key, obj, len(vals), len(lbls))
 	s.mu.Lock()
-	old, existed = s.putLocked(key, obj, nil, vals, lbls)
+	old, existed = s.putLocked(key, obj, nil, vals, lbls, size)
 	s.mu.Unlock()
 	clear(vals)
 	return old, existed, err
 }
 
 // putLocked stores obj, or in a compact store its record rec, whose index
-// values are vals and labels lbls, under key, and returns the entry it
-// replaced. The caller holds writeMu and mu.
-func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]string, lbls map[string]string) (old entry[T], existed bool) {
+// values are vals and labels lbls and whose entry holds size bytes (see
+// entrySize), under key, and returns the entry it replaced. The caller
+// holds writeMu and mu.
+func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]string, lbls map[string]string, size uint32) (old entry[T], existed bool) {
 	idx := s.idx.Load()
 	sl, ok := s.items[key]
 	if !ok {
@@ -515,7 +533,8 @@ func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]strin
 		old, existed = sl.entry(), true
 		idx.reindex(sl, vals)
 	}
-	sl.obj, sl.rec = obj, rec
+	s.bytes.Add(int64(size) - int64(sl.size))
+	sl.obj, sl.rec, sl.size = obj, rec, size
 	if s.compact != nil {
 		s.compact.account(old.rec, rec)
 	}
@@ -560,6 +579,7 @@ func (s *Store[T]) deleteLocked(key string) (entry[T], bool) {
 	if s.compact != nil {
 		s.compact.account(old.rec, nil)
 	}
+	s.bytes.Add(-int64(sl.size))
 	s.idx.Load().unindex(sl)
 	if s.labels != nil {
 		s.labels.remove(sl.id)

@@ -40,6 +40,9 @@ type recordCodec[T any] interface {
 	// SharedBytes returns the length of the runs of bytes the records
 	// share, each counted once.
 	SharedBytes() int
+	// DecodedBytes returns the heap bytes of the decoded objects the
+	// codec keeps, a bounded number.
+	DecodedBytes() int
 }
 
 // compactState is what a compact Store adds to a Store.
@@ -299,9 +302,10 @@ func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (old ent
 	if e.rec == nil || (err != nil && !lenient) {
 		return old, false, err
 	}
-	s.mu.Lock()
 	var zero T
-	old, existed = s.putLocked(key, zero, e.rec, vals, lbls)
+	size := s.entrySize(key, zero, len(vals), len(lbls))
+	s.mu.Lock()
+	old, existed = s.putLocked(key, zero, e.rec, vals, lbls, size)
 	s.mu.Unlock()
 	return old, existed, err
 }
@@ -351,7 +355,7 @@ func (s *Store[T]) replaceRecords(list []encoded[T], lenient bool) error {
 	// are the old set's.
 	defer func() { clear(s.scratch) }()
 	var firstErr error
-	var bytes int64
+	var bytes, entries int64
 	for i := range list {
 		e := &list[i]
 		vals, lbls, err := s.prepare(e, s.scratch[:0], lenient, false)
@@ -375,6 +379,7 @@ func (s *Store[T]) replaceRecords(list []encoded[T], lenient bool) error {
 			idx.index(sl)
 		} else {
 			bytes -= int64(sl.rec.Bytes())
+			entries -= int64(sl.size)
 			idx.reindex(sl, vals)
 		}
 		sl.rec = e.rec
@@ -382,12 +387,16 @@ func (s *Store[T]) replaceRecords(list []encoded[T], lenient bool) error {
 		if li != nil {
 			li.set(sl.id, lbls)
 		}
+		var zero T
+		sl.size = s.entrySize(sl.key, zero, len(vals), len(lbls))
+		entries += int64(sl.size)
 		clear(vals)
 	}
 	s.mu.Lock()
 	s.items, s.arena, s.labels = items, ar, li
 	s.idx.Store(idx)
 	s.compact.bytes.Store(bytes)
+	s.bytes.Store(entries)
 	s.mu.Unlock()
 	return firstErr
 }
@@ -419,10 +428,12 @@ func (s *Store[T]) patchRecords(list []encoded[T]) error {
 		i    int
 		vals [][]string
 		lbls map[string]string
+		size uint32
 	}
 	var changes []change
 	var firstErr error
 	var added map[string]bool
+	var zero T
 	for i := len(list) - 1; i >= 0; i-- {
 		e := &list[i]
 		if sl, ok := s.items[e.key]; ok {
@@ -447,14 +458,13 @@ func (s *Store[T]) patchRecords(list []encoded[T]) error {
 		if e.rec == nil {
 			continue
 		}
-		changes = append(changes, change{i: i, vals: vals, lbls: lbls})
+		changes = append(changes, change{i: i, vals: vals, lbls: lbls, size: s.entrySize(e.key, zero, len(vals), len(lbls))})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var zero T
 	for _, c := range changes {
 		e := &list[c.i]
-		s.putLocked(e.key, zero, e.rec, c.vals, c.lbls)
+		s.putLocked(e.key, zero, e.rec, c.vals, c.lbls, c.size)
 		s.items[e.key].mark = gen
 	}
 	for key, sl := range s.items {

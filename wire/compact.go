@@ -290,3 +290,12 @@ func growTo(b []byte, n int) []byte {
 	}
 	return b[:n]
 }
+
+// DecodedBytes returns the heap bytes of the decoded objects c keeps (see
+// NewCompact), as its decoder's Sizer counts them.
+func (c *Compact[PP]) DecodedBytes() int {
+	sz := c.dec.Sizer()
+	n := 0
+	c.cache.each(func(p unsafe.Pointer) { n += sz.Size(cast[PP](p)) })
+	return n
+}

@@ -3,6 +3,7 @@ package wire
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // decodedCache bounds how many records hold a decoded object: a ring of the
@@ -59,4 +60,18 @@ func (c *decodedCache) len() int {
 		}
 	}
 	return n
+}
+
+// each calls f with the decoded object of every record in the ring.
+func (c *decodedCache) each(f func(obj unsafe.Pointer)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.ring {
+		if r == nil {
+			continue
+		}
+		if p := r.cached(); p != nil {
+			f(p)
+		}
+	}
 }

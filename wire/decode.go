@@ -42,6 +42,7 @@ type state struct {
 	// encoding put back together, lie in the record's memory: strings are
 	// made over that memory rather than copied (see aliases).
 	alias *aliases
+	share  *sharing          // told of the maps handed to a second object; nil: none
 }
 
 // message decodes the protobuf message b into the struct at base.
@@ -473,6 +474,9 @@ func hashBytes(b []byte) uint64 {
 // while, never a leak.
 type interner struct {
 	slots []string
+	// hit tells the slots whose string was handed out again, to a
+	// second object: shared, for a Sizer.
+	hit []bool
 }
 
 const (
@@ -481,7 +485,7 @@ const (
 )
 
 func newInterner() *interner {
-	return &interner{slots: make([]string, internSlots)}
+	return &interner{slots: make([]string, internSlots), hit: make([]bool, internSlots)}
 }
 
 func (in *interner) get(b []byte) string {
@@ -493,10 +497,11 @@ func (in *interner) get(b []byte) string {
 	}
 	i := hashBytes(b) & (internSlots - 1)
 	if s := in.slots[i]; s == string(b) {
+		in.hit[i] = true
 		return s
 	}
 	s := string(b)
-	in.slots[i] = s
+	in.slots[i], in.hit[i] = s, false
 	return s
 }
 
@@ -531,6 +536,7 @@ func (s *state) sharedMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 		var seen unsafe.Pointer
 		if set, seen = s.maps.find(o.mapType, run); seen != nil {
 			*m = seen
+			s.share.noteShared(seen, o.typ)
 			return end, nil
 		}
 	}

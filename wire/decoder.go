@@ -68,9 +68,12 @@ type Decoder[PP any] struct {
 	jsonMaps       *mapTable
 	jsonMapOffsets []uintptr
 	scratch        map[*op]unsafe.Pointer // the values Validate unmarshals into (see validator)
-	opts           Options
-	meta           int // offset of P's Meta, or -1
-	objectMeta     int // offset of P's embedded metav1.ObjectMeta, or -1
+	// share is what the decoder shares, for its Sizer; nil without
+	// sharing. Its tables are the ones above.
+	share      *sharing
+	opts       Options
+	meta       int // offset of P's Meta, or -1
+	objectMeta int // offset of P's embedded metav1.ObjectMeta, or -1
 	// elemType is the descriptor of P, for allocating one.
 	elemType unsafe.Pointer
 	tname    string
@@ -122,6 +125,11 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 			d.bytes = newBytesTable()
 			d.jsonMaps = newMapTable()
 			d.jsonMapOffsets = jsonMapFields(p)
+		}
+		d.share = &sharing{mu: &d.mu, strs: d.strs, bytes: d.bytes}
+		if d.maps != nil {
+			d.share.maps = new([sharedMapSlots]sharedMapRef)
+			d.share.tables = []*mapTable{d.maps, d.jsonMaps}
 		}
 	}
 	if p != t {
@@ -192,7 +200,7 @@ func (d *Decoder[PP]) decodeInto(b []byte, p unsafe.Pointer, a *aliases) (err er
 	}()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, filter: d.opts.Annotations, alias: a}
+	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, filter: d.opts.Annotations, alias: a, share: d.share}
 	return s.message(b, p, d.plan)
 }
 
@@ -227,7 +235,11 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
 	if d.jsonMaps != nil && len(d.jsonMapOffsets) > 0 {
 		d.mu.Lock()
 		for _, off := range d.jsonMapOffsets {
-			d.jsonMaps.share((*map[string]string)(unsafe.Add(p, off)))
+			m := (*map[string]string)(unsafe.Add(p, off))
+			before := *m
+			if d.jsonMaps.share(m); len(*m) > 0 && !samePtr(before, *m) {
+				d.share.noteShared(*(*unsafe.Pointer)(unsafe.Pointer(m)), stringMapType)
+			}
 		}
 		d.mu.Unlock()
 	}

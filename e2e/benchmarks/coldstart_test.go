@@ -91,7 +91,7 @@ func upstreamWidgets(b *testing.B, cfg *rest.Config, ns string) startFunc {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
 				return client.List(ctx, o)
@@ -102,14 +102,14 @@ func upstreamWidgets(b *testing.B, cfg *rest.Config, ns string) startFunc {
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); inf.RunWithContext(ctx) }()
-		return inf.HasSynced, func() int { return len(inf.GetStore().ListKeys()) }, func() { cancel(); <-done }
+		return inf.HasSynced, func() int { return len(inf.GetStore().ListKeys()) }, nil, func() { cancel(); <-done }
 	}
 }
 
 // typedWidgets starts our informer of the Widgets of ns: For[*widget.Widget] with the Widget
 // scheme, decoded from JSON by package wire.
 func typedWidgets(b *testing.B, cfg *rest.Config, ns string) startFunc {
-	return func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
 		f, err := informer.NewFactory(cfg, informer.FactoryOptions{Namespace: ns, Scheme: widget.NewScheme()})
 		if err != nil {
 			b.Fatal(err)
@@ -119,7 +119,7 @@ func typedWidgets(b *testing.B, cfg *rest.Config, ns string) startFunc {
 			b.Fatal(err)
 		}
 		f.Start(ctx)
-		return inf.HasSynced, inf.GetIndexer().Len, f.Shutdown
+		return inf.HasSynced, inf.GetIndexer().Len, inf.Stats, f.Shutdown
 	}
 }
 
@@ -150,7 +150,7 @@ func upstreamPods(b *testing.B, cfg *rest.Config, ns string, transform cache.Tra
 	if err != nil {
 		b.Fatal(err)
 	}
-	return func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
 		opts := []informers.SharedInformerOption{informers.WithNamespace(ns)}
 		if transform != nil {
 			opts = append(opts, informers.WithTransform(transform))
@@ -159,7 +159,7 @@ func upstreamPods(b *testing.B, cfg *rest.Config, ns string, transform cache.Tra
 		inf := f.Core().V1().Pods().Informer()
 		stopCh := make(chan struct{})
 		f.Start(stopCh)
-		return inf.HasSynced, func() int { return len(inf.GetStore().ListKeys()) }, func() {
+		return inf.HasSynced, func() int { return len(inf.GetStore().ListKeys()) }, nil, func() {
 			close(stopCh)
 			f.Shutdown()
 		}
@@ -168,7 +168,7 @@ func upstreamPods(b *testing.B, cfg *rest.Config, ns string, transform cache.Tra
 
 // typedPods starts our Pod informer over ns.
 func typedPods(b *testing.B, cfg *rest.Config, ns string, opts informer.FactoryOptions) startFunc {
-	return func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
 		opts.Namespace = ns
 		f, err := informer.NewFactory(cfg, opts)
 		if err != nil {
@@ -179,7 +179,7 @@ func typedPods(b *testing.B, cfg *rest.Config, ns string, opts informer.FactoryO
 			b.Fatal(err)
 		}
 		f.Start(ctx)
-		return inf.HasSynced, inf.GetIndexer().Len, f.Shutdown
+		return inf.HasSynced, inf.GetIndexer().Len, inf.Stats, f.Shutdown
 	}
 }
 
@@ -230,7 +230,7 @@ func dropManagedFields(obj any) (any, error) {
 
 // typedProjection starts our informer of kubetest.PodSlim over ns, annotations dropped.
 func typedProjection(b *testing.B, cfg *rest.Config, ns string) startFunc {
-	return func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
 		f, err := informer.NewFactory(cfg, informer.FactoryOptions{Namespace: ns, Wire: wire.Options{Annotations: func(string) bool { return false }}})
 		if err != nil {
 			b.Fatal(err)
@@ -240,7 +240,7 @@ func typedProjection(b *testing.B, cfg *rest.Config, ns string) startFunc {
 			b.Fatal(err)
 		}
 		f.Start(ctx)
-		return inf.HasSynced, inf.GetIndexer().Len, f.Shutdown
+		return inf.HasSynced, inf.GetIndexer().Len, inf.Stats, f.Shutdown
 	}
 }
 
@@ -260,27 +260,31 @@ func BenchmarkColdStartProjection(b *testing.B) {
 	b.Run("impl=typed", func(b *testing.B) { coldStart(b, coldStartPods, typedProjection(b, cfg, ns)) })
 }
 
-// startFunc starts an informer and returns its HasSynced, its cache size and its stop.
-type startFunc func(ctx context.Context) (synced func() bool, size func() int, stop func())
+// startFunc starts an informer and returns its HasSynced, its cache size, its Stats (nil for
+// client-go's) and its stop.
+type startFunc func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func())
 
 // coldStart runs the loop of BenchmarkColdStart with start, which starts an informer and
-// returns its HasSynced, its cache size and its stop. Besides the time, it reports per cached
-// object what the client process paid from the start until the sync (see processCost):
+// returns its HasSynced, its cache size, its Stats and its stop. Besides the time, it reports per
+// cached object what the client process paid from the start until the sync (see processCost):
 // cpu-ns/object, allocs/object and B-alloc/object; the live heap the informer holds after the
-// sync and a full collection (B/object); and peak/steady, the highest live heap seen during the
+// sync and a full collection (B/object), and beside it, for ours, what the informer tells of it
+// (Stats.StoreBytes, store-B/object: its cache alone, not its client; e2e/memory checks it
+// against the heap); and peak/steady, the highest live heap seen during the
 // sync (sampled every 2 ms, uncollected garbage included) over that steady heap, both above the
 // baseline taken before the start. The peak comes from a second start of each round, which is
 // not measured: the sampler's wakeups would otherwise count as the informer's CPU (on this 2-core
 // VM, as much as a few µs per object for either implementation).
 func coldStart(b *testing.B, want int, start startFunc) {
 	b.ReportAllocs()
-	var heap, peakRatio float64
+	var heap, storeHeap, peakRatio float64
+	var told bool // the informer tells StoreBytes
 	var paid perUnit
 	// run starts an informer, waits for its sync and stops it, and returns what the process paid,
 	// the cache size and the heap it holds once synced; with sample, it also samples the live
 	// heap every 2 ms and returns its peak. Both heaps are above the one before the start. The
 	// timer runs in the measured start.
-	run := func(sample bool) (spent processCost, objects int, steady, peak int64) {
+	run := func(sample bool) (spent processCost, objects int, steady, peak, store int64) {
 		before := heapInUse()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -292,7 +296,7 @@ func coldStart(b *testing.B, want int, start startFunc) {
 		if !sample {
 			b.StartTimer()
 		}
-		synced, size, stop := start(ctx)
+		synced, size, stats, stop := start(ctx)
 		defer stop()
 		for !synced() {
 			if ctx.Err() != nil {
@@ -313,21 +317,29 @@ func coldStart(b *testing.B, want int, start startFunc) {
 		if objects < want {
 			b.Fatalf("synced with %d Pods, want at least %d", objects, want)
 		}
-		return spent, objects, heapInUse() - before, peak
+		steady = heapInUse() - before
+		if told = stats != nil; told {
+			store = stats().StoreBytes
+		}
+		return spent, objects, steady, peak, store
 	}
 	for b.Loop() {
 		b.StopTimer()
 		// The cost and the heap held, from a start without the heap sampler, whose wakeups every
 		// 2 ms would count as CPU of the informer; the peak, from a second start.
-		spent, objects, steady, _ := run(false)
+		spent, objects, steady, _, store := run(false)
 		heap += float64(steady) / float64(objects)
+		storeHeap += float64(store) / float64(objects)
 		paid.add(spent, objects)
-		_, _, _, peak := run(true)
+		_, _, _, peak, _ := run(true)
 		peakRatio += float64(peak) / float64(steady)
 		b.StartTimer()
 	}
 	n := float64(paid.rounds)
 	b.ReportMetric(heap/n, "B/object")
+	if told {
+		b.ReportMetric(storeHeap/n, "store-B/object")
+	}
 	paid.report(b, "object")
 	b.ReportMetric(peakRatio/n, "peak/steady")
 }

@@ -4,7 +4,8 @@
 // and BenchmarkWatchCost's writer, are child processes) and the Go runtime's allocation counters:
 //
 //   - BenchmarkColdStart/pods=10k|50k: from nothing until the cache has synced: cpu-ns/object,
-//     allocs/object, B-alloc/object, B/object (heap held after sync) and peak/steady;
+//     allocs/object, B-alloc/object, B/object (heap held after sync), store-B/object (what our
+//     informer's Stats.StoreBytes tells of its cache) and peak/steady;
 //   - BenchmarkColdStart/pods=10k/realistic: the same over realistic Pods of about 11 KB, with
 //     managedFields written by the server, full, without managedFields and projected;
 //   - BenchmarkColdStartProjection: the same over 10,000 Pods for a controller that needs a few

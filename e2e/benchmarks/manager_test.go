@@ -61,7 +61,7 @@ func BenchmarkManagerColdStart(b *testing.B) {
 
 // managerColdStart runs BenchmarkManagerColdStart's rounds with a manager on newCache.
 func managerColdStart(b *testing.B, cfg *rest.Config, ns string, newCache cache.NewCacheFunc) {
-	coldStart(b, coldStartPods, func(ctx context.Context) (synced func() bool, size func() int, stop func()) {
+	coldStart(b, coldStartPods, func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
 		var reconciled sync.Map
 		var count atomic.Int64
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -88,7 +88,7 @@ func managerColdStart(b *testing.B, cfg *rest.Config, ns string, newCache cache.
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- mgr.Start(ctx) }()
-		return func() bool { return count.Load() >= coldStartPods }, func() int { return int(count.Load()) }, func() {
+		return func() bool { return count.Load() >= coldStartPods }, func() int { return int(count.Load()) }, nil, func() {
 			cancel()
 			if err := <-done; err != nil {
 				b.Error(err)

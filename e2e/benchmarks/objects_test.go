@@ -122,7 +122,7 @@ func widgets(b *testing.B, n int) string {
 	}
 	var client *widget.Client
 	ns, err := populate(b, fmt.Sprintf("bench-widgets-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
-		_, err := client.Create(ctx, benchWidget(i), metav1.CreateOptions{})
+		_, err := client.Create(ctx, widget.Sample(i), metav1.CreateOptions{})
 		return err
 	}, func(ctx context.Context, c *kubetest.Clients, ns string) error {
 		if err := widget.Install(ctx, c.Dynamic, ns, time.Minute); err != nil {
@@ -137,20 +137,6 @@ func widgets(b *testing.B, n int) string {
 	}
 	widgetsNS[n] = ns
 	return ns
-}
-
-// benchWidget is a Widget with labels and an annotation, about 400 bytes of JSON.
-func benchWidget(i int) *widget.Widget {
-	return &widget.Widget{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("widget-%05d", i),
-			Labels: map[string]string{
-				"app": "bench", "tier": []string{"web", "api", "db"}[i%3], "shard": fmt.Sprint(i % 16),
-			},
-			Annotations: map[string]string{"bench.typedkube.io/owner": "team-" + fmt.Sprint(i%8)},
-		},
-		Spec: widget.WidgetSpec{Color: []string{"red", "green", "blue"}[i%3], Size: int64(i)},
-	}
 }
 
 // configMaps creates watchedConfigs small ConfigMaps in a namespace of their own, once per

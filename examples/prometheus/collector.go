@@ -10,6 +10,7 @@
 //	informer_queued_items               changes received, not yet applied (client-go's name)
 //	informer_store_resource_version     the resource version the cache has applied (client-go's name)
 //	informer_objects                    cached objects
+//	informer_store_bytes                bytes the cache holds, estimated (see informer.Stats.StoreBytes)
 //	informer_synced                     1 once synced
 //	informer_lists_total                LISTs and watch-list streams
 //	informer_relists_total              lists after the first (after a 410 Gone)
@@ -121,6 +122,7 @@ var (
 	queuedItems     = prometheus.NewDesc("informer_queued_items", "Changes received from the API server and not yet applied to the cache.", informerLabels, nil)
 	resourceVersion = prometheus.NewDesc("informer_store_resource_version", "The 15 least significant digits of the resource version the cache has applied, when it is a number.", informerLabels, nil)
 	objects         = prometheus.NewDesc("informer_objects", "Objects in the cache.", informerLabels, nil)
+	storeBytes      = prometheus.NewDesc("informer_store_bytes", "Heap bytes the cache holds, estimated: its objects, their keys and indexes, and what they share, once.", informerLabels, nil)
 	synced          = prometheus.NewDesc("informer_synced", "1 once the informer has synced, 0 before.", informerLabels, nil)
 	lists           = prometheus.NewDesc("informer_lists_total", "LISTs and watch-list streams.", informerLabels, nil)
 	relists         = prometheus.NewDesc("informer_relists_total", "Lists after the first, as after a 410 Gone.", informerLabels, nil)
@@ -135,7 +137,7 @@ var (
 
 // Describe sends the descriptors of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queuedItems, resourceVersion, objects, synced, lists, relists, listErrors,
+	for _, d := range []*prometheus.Desc{queuedItems, resourceVersion, objects, storeBytes, synced, lists, relists, listErrors,
 		watches, errorsTotal, decodeErrors, handlerPending, handlerLag, handlerPanics} {
 		ch <- d
 	}
@@ -173,6 +175,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(resourceVersion, rv, st.Name)
 		}
 		gauge(objects, float64(st.Objects), st.Name)
+		gauge(storeBytes, float64(st.StoreBytes), st.Name)
 		gauge(synced, boolValue(st.Synced), st.Name)
 		counter(lists, st.Lists)
 		counter(relists, st.Relists)

@@ -2,6 +2,7 @@ package prometheus_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,10 +53,17 @@ func TestCollector(t *testing.T) {
 	c := informerprom.NewCollector(inf)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
+	bytes := inf.Stats().StoreBytes // nothing changes the cache now
+	if bytes <= 0 {
+		t.Fatalf("Stats().StoreBytes = %d for two cached Pods, want more than 0", bytes)
+	}
 	want := `
 # HELP informer_objects Objects in the cache.
 # TYPE informer_objects gauge
 informer_objects{name="pods"} 2
+# HELP informer_store_bytes Heap bytes the cache holds, estimated: its objects, their keys and indexes, and what they share, once.
+# TYPE informer_store_bytes gauge
+informer_store_bytes{name="pods"} ` + strconv.FormatInt(bytes, 10) + `
 # HELP informer_synced 1 once the informer has synced, 0 before.
 # TYPE informer_synced gauge
 informer_synced{name="pods"} 1
@@ -76,12 +84,12 @@ informer_handler_pending{handler="reconciler",name="pods"} 0
 informer_handler_panics_total{handler="reconciler",name="pods"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"informer_objects", "informer_synced", "informer_lists_total", "informer_relists_total",
+		"informer_objects", "informer_store_bytes", "informer_synced", "informer_lists_total", "informer_relists_total",
 		"informer_decode_errors_total", "informer_handler_pending", "informer_handler_panics_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 13 {
-		t.Errorf("%d metrics, want 13 (10 of the informer, 3 of its handler)", n)
+	if n := testutil.CollectAndCount(c); n != 14 {
+		t.Errorf("%d metrics, want 14 (11 of the informer, 3 of its handler)", n)
 	}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(""), "informer_queued_items"); err == nil {
 		t.Error("informer_queued_items is missing")
