@@ -84,7 +84,12 @@ type slot[T any] struct {
 	vals [][]string   // the index values of obj, one entry per index of idx, owned by the slot (see setVals)
 	one  []string     // per index: where vals keeps a single value
 	pos  []int32      // per index with one value: the slot's position in its bucket
-	size uint32       // the bytes the entry holds, as entrySize counted them when it was stored
+	size uint32       // the bytes the entry holds besides obj, as entrySize counted them when it was stored
+	// objSize is obj's bytes, counted by the first storeBytes after obj
+	// was stored (see sizeObjects); 0 until then. ver counts the objects
+	// stored in the slot, so that a count taken of one is never kept for
+	// the next.
+	objSize, ver uint32
 }
 
 // setVals records v as the values of index i. The slot keeps its own copy,
@@ -382,7 +387,7 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 			lbls = s.labelsOf(obj)
 			li.set(sl.id, lbls)
 		}
-		sl.size = s.entrySize(sl.key, obj, idx.len(), len(lbls))
+		sl.size = s.entrySize(sl.key, idx.len(), len(lbls))
 		bytes += int64(sl.size)
 	}
 	s.mu.Lock()
@@ -468,7 +473,7 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 		if s.labelsOf != nil {
 			c.lbls = s.labelsOf(obj)
 		}
-		c.size = s.entrySize(keys[i], obj, idx.len(), len(c.lbls))
+		c.size = s.entrySize(keys[i], idx.len(), len(c.lbls))
 		changes = append(changes, c)
 	}
 	s.mu.Lock()
@@ -508,7 +513,7 @@ func (s *Store[T]) upsert(key string, obj T, lenient bool) (old entry[T], existe
 	if s.labelsOf != nil {
 		lbls = s.labelsOf(obj)
 	}
-	size := s.entrySize(key, obj, len(vals), len(lbls))
+	size := s.entrySize(key, len(vals), len(lbls))
 	s.mu.Lock()
 	old, existed = s.putLocked(key, obj, nil, vals, lbls, size)
 	s.mu.Unlock()
@@ -533,8 +538,9 @@ func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]strin
 		old, existed = sl.entry(), true
 		idx.reindex(sl, vals)
 	}
-	s.bytes.Add(int64(size) - int64(sl.size))
-	sl.obj, sl.rec, sl.size = obj, rec, size
+	s.bytes.Add(int64(size) - int64(sl.size) - int64(sl.objSize))
+	sl.obj, sl.rec, sl.size, sl.objSize = obj, rec, size, 0
+	sl.ver++
 	if s.compact != nil {
 		s.compact.account(old.rec, rec)
 	}
@@ -579,7 +585,7 @@ func (s *Store[T]) deleteLocked(key string) (entry[T], bool) {
 	if s.compact != nil {
 		s.compact.account(old.rec, nil)
 	}
-	s.bytes.Add(-int64(sl.size))
+	s.bytes.Add(-int64(sl.size) - int64(sl.objSize))
 	s.idx.Load().unindex(sl)
 	if s.labels != nil {
 		s.labels.remove(sl.id)

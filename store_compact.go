@@ -303,7 +303,7 @@ func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (old ent
 		return old, false, err
 	}
 	var zero T
-	size := s.entrySize(key, zero, len(vals), len(lbls))
+	size := s.entrySize(key, len(vals), len(lbls))
 	s.mu.Lock()
 	old, existed = s.putLocked(key, zero, e.rec, vals, lbls, size)
 	s.mu.Unlock()
@@ -387,8 +387,7 @@ func (s *Store[T]) replaceRecords(list []encoded[T], lenient bool) error {
 		if li != nil {
 			li.set(sl.id, lbls)
 		}
-		var zero T
-		sl.size = s.entrySize(sl.key, zero, len(vals), len(lbls))
+		sl.size = s.entrySize(sl.key, len(vals), len(lbls))
 		entries += int64(sl.size)
 		clear(vals)
 	}
@@ -458,7 +457,7 @@ func (s *Store[T]) patchRecords(list []encoded[T]) error {
 		if e.rec == nil {
 			continue
 		}
-		changes = append(changes, change{i: i, vals: vals, lbls: lbls, size: s.entrySize(e.key, zero, len(vals), len(lbls))})
+		changes = append(changes, change{i: i, vals: vals, lbls: lbls, size: s.entrySize(e.key, len(vals), len(lbls))})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,12 +9,16 @@ import (
 )
 
 // A Store counts the bytes its entries hold (Stats.StoreBytes) when it is
-// given an objectSizer: each entry's, counted when it is stored (see
-// entrySize) and kept in its slot, so that a delete or a replace takes
-// away what the add counted; their sum is kept as the Store changes. The
-// count costs a write one walk of the object's fields (wire.Sizer.Size)
-// and no allocation; reading it costs what the shared bytes cost to add
-// up.
+// given an objectSizer: each entry's, kept in its slot, so that a delete
+// or a replace takes away what the add counted; their sum is kept as the
+// Store changes. What the Store spends on an entry is counted when it is
+// stored (see entrySize), a few additions. The object's own bytes, a walk
+// of its fields (wire.Sizer.Size), are counted when the count is read, for
+// the objects stored since the last read only (see sizeObjects): a write
+// costs no walk, and an object replaced before anyone asked is never
+// walked. Reading the count costs one walk per object stored since the
+// last read, none under the Store's write lock, and what the shared bytes
+// cost to add up.
 
 // objectSizer tells a Store the bytes of its objects.
 type objectSizer[T any] struct {
@@ -59,20 +63,58 @@ const (
 	labelEntryBytes = 18
 )
 
-// entrySize returns the bytes an entry of key and obj holds, with width
-// indexes and nlabels labels: what the Store spends on it and, unless s
-// is compact (its record is counted by compactState.bytes), obj's. It is
-// 0 when s counts no bytes. The caller holds writeMu.
-func (s *Store[T]) entrySize(key string, obj T, width, nlabels int) uint32 {
+// entrySize returns the bytes an entry of key holds besides its object
+// (counted by sizeObjects; in a compact store its record is counted by
+// compactState.bytes), with width indexes and nlabels labels: what the
+// Store spends on it. It is 0 when s counts no bytes. The caller holds
+// writeMu.
+func (s *Store[T]) entrySize(key string, width, nlabels int) uint32 {
 	if s.sizer.size == nil && s.compact == nil {
 		return 0
 	}
 	n := int(unsafe.Sizeof(slot[T]{})) + itemsEntryBytes + stringBytes(len(key)) +
 		width*indexEntryBytes + nlabels*labelEntryBytes
-	if s.compact == nil {
-		n += s.sizer.size(obj)
-	}
 	return uint32(min(n, math.MaxUint32))
+}
+
+// sizeObjects counts the bytes of the objects stored since it last ran:
+// it notes them under the read lock, walks them with no lock held (stored
+// objects are never modified), and adds their counts under the write lock
+// to the slots that still hold them. A decoded store only.
+func (s *Store[T]) sizeObjects() {
+	if s.sizer.size == nil || s.compact != nil {
+		return
+	}
+	type pending struct {
+		sl  *slot[T]
+		obj T
+		ver uint32
+		n   uint32
+	}
+	var todo []pending
+	s.mu.RLock()
+	for _, sl := range s.items {
+		if sl.objSize == 0 {
+			todo = append(todo, pending{sl: sl, obj: sl.obj, ver: sl.ver})
+		}
+	}
+	s.mu.RUnlock()
+	if len(todo) == 0 {
+		return
+	}
+	for i := range todo {
+		todo[i].n = uint32(max(min(s.sizer.size(todo[i].obj), math.MaxUint32), 1))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range todo {
+		// A slot deleted since holds no object; one written since holds
+		// another, of another version, and is counted by the next read.
+		if sl := p.sl; sl.ver == p.ver && sl.objSize == 0 && s.items[sl.key] == sl {
+			sl.objSize = p.n
+			s.bytes.Add(int64(p.n))
+		}
+	}
 }
 
 // stringBytes is the heap bytes of a string of n bytes: short ones are
@@ -89,6 +131,7 @@ func stringBytes(n int) int {
 // store its records, the runs they share and the objects its codec keeps
 // decoded.
 func (s *Store[T]) storeBytes() int64 {
+	s.sizeObjects()
 	n := s.bytes.Load()
 	if s.sizer.shared != nil {
 		n += int64(s.sizer.shared())

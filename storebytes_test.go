@@ -83,13 +83,25 @@ func TestStoreBytesMatchesHeap(t *testing.T) {
 	}
 }
 
-// plainBytes is the sum of what entrySize counts for objs, stored in x, a
-// Store that is not compact: the reference the count must equal.
+// plainBytes is the sum of what entrySize and the sizer count for objs,
+// stored in x, a Store that is not compact: the reference the count must
+// equal once sizeObjects has run.
 func plainBytes(x *Indexer[*corev1.Pod], objs map[string]*corev1.Pod) int64 {
 	var n int64
 	width := x.idx.Load().len()
 	for key, obj := range objs {
-		n += int64(x.entrySize(key, obj, width, len(obj.Labels)))
+		n += int64(x.entrySize(key, width, len(obj.Labels))) + int64(x.sizer.size(obj))
+	}
+	return n
+}
+
+// slotBytes is the sum of what x's slots count, sized or not yet.
+func slotBytes(x *Indexer[*corev1.Pod]) int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var n int64
+	for _, sl := range x.items {
+		n += int64(sl.size) + int64(sl.objSize)
 	}
 	return n
 }
@@ -123,15 +135,23 @@ func TestStoreBytesFollowsChanges(t *testing.T) {
 			}
 			check := func(step string) {
 				t.Helper()
+				// Between reads, the count is what the slots hold, some
+				// objects not counted yet; a read counts them all.
+				if got, want := x.bytes.Load(), slotBytes(x); got != want {
+					t.Fatalf("%s: before a read, the entries count %d bytes, want %d, the sum of their slots'", step, got, want)
+				}
+				if rng.IntN(3) != 0 {
+					return
+				}
+				x.sizeObjects()
 				want := plainBytes(x, model)
 				if compact {
 					// Records are counted apart (compactState.bytes); the
 					// entries hold the Store's own bytes alone.
-					var zero *corev1.Pod
 					want = 0
 					var recs int64
 					for key, obj := range model {
-						want += int64(x.entrySize(key, zero, x.idx.Load().len(), len(obj.Labels)))
+						want += int64(x.entrySize(key, x.idx.Load().len(), len(obj.Labels)))
 						recs += int64(x.recordOf(key).Bytes())
 					}
 					if got := x.compact.bytes.Load(); got != recs {
@@ -239,8 +259,9 @@ func TestFactoryStoreBytesKnowsSharing(t *testing.T) {
 	plain := plainSizer[*corev1.Pod]()
 	var unshared int64
 	for key, p := range x.All() {
-		unshared += int64(x.entrySize(key, p, x.idx.Load().len(), len(p.Labels)) - uint32(x.sizer.size(p)) + uint32(plain.size(p)))
+		unshared += int64(x.entrySize(key, x.idx.Load().len(), len(p.Labels))) + int64(plain.size(p))
 	}
+	x.sizeObjects()
 	entries := x.bytes.Load()
 	// Each Pod shares its labels, its annotations (50 bytes) and short strings.
 	if saved := (unshared - entries) / 40; saved < 200 {
