@@ -42,7 +42,7 @@ type state struct {
 	// encoding put back together, lie in the record's memory: strings are
 	// made over that memory rather than copied (see aliases).
 	alias *aliases
-	share  *sharing          // told of the maps handed to a second object; nil: none
+	share *sharing // told of the maps handed to a second object; nil: none
 }
 
 // message decodes the protobuf message b into the struct at base.
