@@ -225,7 +225,7 @@ func compareSeries(units benchfmt.UnitMetadataMap, failed map[implKey]runState, 
 			for _, w := range cmp.Warnings {
 				stats[w.Error()]++
 			}
-		case up != nil && ty != nil:
+		case up != nil && ty != nil && !(row.Upstream == nil && typedOnlyUnits[row.Unit]):
 			only, other := ImplTyped, ImplUpstream
 			if row.Typed == nil {
 				only, other = ImplUpstream, ImplTyped
@@ -237,6 +237,11 @@ func compareSeries(units benchfmt.UnitMetadataMap, failed map[implKey]runState, 
 	}
 	return rows, probs
 }
+
+// typedOnlyUnits are the units only our informers can report, such as
+// what Stats tells of their cache (store-B/object, beside the heap
+// measured as B/object): shown with no ratio, never a problem.
+var typedOnlyUnits = map[string]bool{"store-B/object": true}
 
 // unitOrder returns the tidied units of both sides: time, bytes and
 // allocations first, then custom metrics in order of appearance.
