@@ -25,7 +25,8 @@ type Stats struct {
 	// StoreBytes is an estimate of the heap bytes the cache holds: its
 	// objects, what it spends on keys, indexes and labels per object, and
 	// what the objects share, once. Decoded objects are counted by a walk
-	// of their fields when stored (wire.Sizer), the allocator's rounding
+	// of their fields (wire.Sizer) when Stats is read, for those stored
+	// since the last read (a write walks nothing), the allocator's rounding
 	// and Go's map layout included; the strings, label and annotation
 	// maps and managedFields bytes that package wire's decoder shares
 	// between objects are counted once, as its tables' bytes

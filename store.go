@@ -440,7 +440,6 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 		i    int
 		vals [][]string
 		lbls map[string]string
-		size uint32
 	}
 	var changes []change
 	var firstErr error
@@ -473,13 +472,12 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 		if s.labelsOf != nil {
 			c.lbls = s.labelsOf(obj)
 		}
-		c.size = s.entrySize(keys[i], idx.len(), len(c.lbls))
 		changes = append(changes, c)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range changes {
-		s.putLocked(keys[c.i], list[c.i], nil, c.vals, c.lbls, c.size)
+		s.putLocked(keys[c.i], list[c.i], nil, c.vals, c.lbls)
 		s.items[keys[c.i]].mark = gen
 	}
 	for key, sl := range s.items {
@@ -513,19 +511,17 @@ func (s *Store[T]) upsert(key string, obj T, lenient bool) (old entry[T], existe
 	if s.labelsOf != nil {
 		lbls = s.labelsOf(obj)
 	}
-	size := s.entrySize(key, len(vals), len(lbls))
 	s.mu.Lock()
-	old, existed = s.putLocked(key, obj, nil, vals, lbls, size)
+	old, existed = s.putLocked(key, obj, nil, vals, lbls)
 	s.mu.Unlock()
 	clear(vals)
 	return old, existed, err
 }
 
 // putLocked stores obj, or in a compact store its record rec, whose index
-// values are vals and labels lbls and whose entry holds size bytes (see
-// entrySize), under key, and returns the entry it replaced. The caller
-// holds writeMu and mu.
-func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]string, lbls map[string]string, size uint32) (old entry[T], existed bool) {
+// values are vals and labels lbls, under key, and returns the entry it
+// replaced. The caller holds writeMu and mu.
+func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]string, lbls map[string]string) (old entry[T], existed bool) {
 	idx := s.idx.Load()
 	sl, ok := s.items[key]
 	if !ok {
@@ -538,6 +534,7 @@ func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]strin
 		old, existed = sl.entry(), true
 		idx.reindex(sl, vals)
 	}
+	size := s.entrySize(key, idx.len(), len(lbls))
 	s.bytes.Add(int64(size) - int64(sl.size) - int64(sl.objSize))
 	sl.obj, sl.rec, sl.size, sl.objSize = obj, rec, size, 0
 	sl.ver++

@@ -302,10 +302,9 @@ func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (old ent
 	if e.rec == nil || (err != nil && !lenient) {
 		return old, false, err
 	}
-	var zero T
-	size := s.entrySize(key, len(vals), len(lbls))
 	s.mu.Lock()
-	old, existed = s.putLocked(key, zero, e.rec, vals, lbls, size)
+	var zero T
+	old, existed = s.putLocked(key, zero, e.rec, vals, lbls)
 	s.mu.Unlock()
 	return old, existed, err
 }
@@ -427,7 +426,6 @@ func (s *Store[T]) patchRecords(list []encoded[T]) error {
 		i    int
 		vals [][]string
 		lbls map[string]string
-		size uint32
 	}
 	var changes []change
 	var firstErr error
@@ -457,13 +455,13 @@ func (s *Store[T]) patchRecords(list []encoded[T]) error {
 		if e.rec == nil {
 			continue
 		}
-		changes = append(changes, change{i: i, vals: vals, lbls: lbls, size: s.entrySize(e.key, len(vals), len(lbls))})
+		changes = append(changes, change{i: i, vals: vals, lbls: lbls})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range changes {
 		e := &list[c.i]
-		s.putLocked(e.key, zero, e.rec, c.vals, c.lbls, c.size)
+		s.putLocked(e.key, zero, e.rec, c.vals, c.lbls)
 		s.items[e.key].mark = gen
 	}
 	for key, sl := range s.items {
