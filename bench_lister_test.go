@@ -18,16 +18,20 @@ import (
 // values: group=g-7 is on 100 Pods, all in namespace ns-7, which also all
 // have app=app-7. So benchSelector matches 100 of the 100k Pods, in one
 // namespace (1,000 Pods) or in all.
-var benchSelectorPods = sync.OnceValue(func() []*corev1.Pod {
-	out := make([]*corev1.Pod, len(benchPods()))
-	for i, p := range benchPods() {
+var benchSelectorPods = sync.OnceValue(func() []*corev1.Pod { return withGroupLabel(benchPods()) })
+
+// withGroupLabel returns copies of pods with the label group of
+// benchSelectorPods added.
+func withGroupLabel(pods []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
 		q := *p
 		q.Labels = maps.Clone(p.Labels)
 		q.Labels["group"] = fmt.Sprintf("g-%d", i%1000)
 		out[i] = &q
 	}
 	return out
-})
+}
 
 // benchSelectorPodsUpdated are copies with a new resource version and the
 // same labels, as a status update.

@@ -57,6 +57,9 @@ func (x *Indexer[T]) AddLabelIndex(labelsOf LabelsFunc[T]) error {
 			return err
 		}
 		li.set(sl.id, lbls)
+		if x.compact == nil {
+			sl.lbls = lbls // read by writers only, who are excluded
+		}
 	}
 	x.mu.Lock()
 	x.labels, x.labelsOf = li, labelsOf

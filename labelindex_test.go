@@ -211,6 +211,45 @@ func TestLabelIndexOptional(t *testing.T) {
 	checkLabelIndex(t, 0, late)
 }
 
+// A label index added to a filled Indexer knows each object's labels map,
+// so that an update whose object has none (a nil map, as the old one's
+// after AddLabelIndex would have been if it were not recorded) drops the
+// old object's postings, and one with the very same map keeps them.
+func TestLabelIndexLateThenUpdate(t *testing.T) {
+	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{})
+	pods := make([]*corev1.Pod, 20)
+	for i := range pods {
+		pods[i] = testobj.Pod("ns", fmt.Sprint("p-", i), "", "app=web", fmt.Sprint("n=", i))
+		if err := x.Add(pods[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pods {
+		q := p.DeepCopy()
+		q.ResourceVersion = "2"
+		if i%2 == 0 {
+			q.Labels = nil // no labels any more
+		} else {
+			q.Labels = p.Labels // the very same map
+		}
+		if err := x.Update(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel, _ := labels.Parse("app=web")
+	got, err := podLister(x).List(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 10 {
+		t.Errorf("app=web selects %d Pods after half lost their labels, want 10: %v", len(got), selectedKeys(got))
+	}
+	checkLabelIndex(t, 0, x)
+}
+
 // Labels that change all the time, with values unique to one object (like
 // pod-template-hash) and shared ones, leave an exact index that gives its
 // memory back when the objects go.

@@ -85,6 +85,11 @@ type slot[T any] struct {
 	one  []string     // per index: where vals keeps a single value
 	pos  []int32      // per index with one value: the slot's position in its bucket
 	size uint32       // the bytes the entry holds besides obj, as entrySize counted them when it was stored
+	// lbls is the labels map of obj that the label index holds, in a
+	// decoded store with one: a new object's map is compared with it
+	// without reading the old object, whose memory is rarely in the CPU's
+	// cache any more when its next version arrives.
+	lbls map[string]string
 	// objSize is obj's bytes, counted by the first storeBytes after obj
 	// was stored (see sizeObjects); 0 until then. ver counts the objects
 	// stored in the slot, so that a count taken of one is never kept for
@@ -386,6 +391,9 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 		if li != nil {
 			lbls = s.labelsOf(obj)
 			li.set(sl.id, lbls)
+			if s.compact == nil {
+				sl.lbls = lbls
+			}
 		}
 		sl.size = s.entrySize(sl.key, idx.len(), len(lbls))
 		bytes += int64(sl.size)
@@ -541,10 +549,15 @@ func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]strin
 	if s.compact != nil {
 		s.compact.account(old.rec, rec)
 	}
-	// A compact store keeps no object to read the old labels from: it
-	// sets the labels every time.
-	if s.labels != nil && !(existed && s.compact == nil && sameMap(s.labelsOf(old.obj), lbls)) {
-		s.labels.set(sl.id, lbls)
+	// A compact store keeps no labels map to compare with: it sets the
+	// labels every time (and keeps no map alive for the comparison).
+	if s.labels != nil {
+		if !(existed && s.compact == nil && sameMap(sl.lbls, lbls)) {
+			s.labels.set(sl.id, lbls)
+		}
+		if s.compact == nil {
+			sl.lbls = lbls
+		}
 	}
 	return old, existed
 }
@@ -553,12 +566,13 @@ func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]strin
 // whose labels map is the very map of the object it replaces (a shallow
 // copy, or a map the wire decoder shares among objects with the same
 // labels) keeps its label postings without them being read again: cached
-// objects, their maps included, are never modified in place.
+// objects, their maps included, are never modified in place. The pointers
+// are compared first, so that the old map is not read when they are equal.
 func sameMap(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
+	if samePointer(a, b) {
+		return true
 	}
-	return len(a) == 0 || samePointer(a, b)
+	return len(a) == 0 && len(b) == 0
 }
 
 // deleteKey removes the object stored under key and reports whether there
