@@ -273,8 +273,10 @@ func (lw *restListWatch[T]) IsWatchListSemanticsUnSupported() bool { return fals
 // returns a function giving the items of such a list as a []T.
 //
 // The function copies each item into an allocation of its own (a shallow
-// copy, made with reflection because For names T but not E), so that a
-// cached object does not keep its whole list page alive.
+// copy, made with reflection because For names T but not E), as
+// client-go's reflector does since 1.27: a pointer into the list's array
+// would keep the whole page, with stale versions of the other objects,
+// alive as long as the object is cached.
 func itemsOf[T Object](list reflect.Type) (func(runtime.Object) []T, error) {
 	ptr := reflect.TypeFor[T]()
 	if ptr.Kind() != reflect.Pointer {
@@ -293,10 +295,6 @@ func itemsOf[T Object](list reflect.Type) (func(runtime.Object) []T, error) {
 		items := reflect.ValueOf(l).Elem().FieldByIndex(index)
 		out := make([]T, items.Len())
 		for i := range out {
-			// Each item gets an allocation of its own, a shallow copy, as
-			// client-go's reflector makes since 1.27: a pointer into the
-			// list's array would keep the whole page, with stale versions
-			// of the other objects, alive as long as this one is cached.
 			v := reflect.New(elem)
 			v.Elem().Set(items.Index(i))
 			out[i] = v.Interface().(T)
