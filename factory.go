@@ -33,9 +33,10 @@ import (
 // running informer, in five steps, each in a file named for it. The For*
 // differ only in what they hand to step 1 (a what) and step 3 (a how).
 //
-//  1. what (factory_kind.go): package wire's decoding of the Go type, if
-//     it decodes with package wire (a projection is checked here, before
-//     any request); the kind, its REST mapping, the informer's name.
+//  1. what (factory_kind.go): the kind, its REST mapping, the informer's
+//     name. Package wire's decoding of the Go type, if it decodes with
+//     package wire (factory_wire.go), is made first: a projection is
+//     checked before any request.
 //  2. where (factory_scope.go): namespaces, selectors, tweaks.
 //  3. how (factory_source.go): the source, chosen in one place: package
 //     wire or client-go's codecs over REST, the factory's clients, the
@@ -48,11 +49,11 @@ func build[T Object](ctx context.Context, f *Factory, o ForOptions[T], w what, h
 	if inf, found, err := existing(f, w, o); found { // 4, for a later call
 		return inf, err
 	}
-	d, err := decoding(f, o, h) // 1
+	d, err := decoding(f, o, h) // before 1
 	if err != nil {
 		return nil, err
 	}
-	r, err := w.resolve(ctx, f)
+	r, err := w.resolve(ctx, f) // 1
 	if err != nil {
 		return nil, err
 	}

@@ -211,13 +211,9 @@ func namespaceText(namespaces []string) string {
 	return fmt.Sprintf("namespaces %q", strings.Join(namespaces, ", "))
 }
 
-// sameFunc reports whether a and b are the very same function value. A
-// func value is a pointer to a closure record (the code pointer and the
-// captured variables): equal pointers mean the same function with the same
-// captured state. Comparing the code pointers alone, as
-// reflect.Value.Pointer does, would take two closures of one function
-// literal over different variables for the same function.
-// F is a func type.
+// sameFunc reports whether a and b, of a func type, are the very same
+// function value: one closure record, so the same code over the same
+// captured variables (reflect.Value.Pointer compares the code alone).
 func sameFunc[F any](a, b F) bool { return samePointer(a, b) }
 
 // addIndexers adds to the informer of s the indexers of want it does not

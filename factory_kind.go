@@ -36,23 +36,6 @@ type apiResource struct {
 	list    reflect.Type // the Go type of api's list kind; nil without api
 }
 
-// decoding returns how the informer made with o decodes T with package
-// wire, or nil when it does not. A projection always does, and one that
-// does not mirror its API type is an error naming the field, before any
-// request; For does when the factory decodes with package wire and it can
-// decode T.
-func decoding[T Object](f *Factory, o ForOptions[T], h how[T]) (*wireDecoding[T], error) {
-	if h.decoder == nil || !h.projection && (f.clients != nil || f.opts.Decoding != DecodeWire) {
-		return nil, nil
-	}
-	d, err := newWireDecoding(f, o, h.decoder)
-	if err != nil && !h.projection {
-		f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", reflect.TypeFor[T]().String(), "reason", err.Error())
-		return nil, nil
-	}
-	return d, err
-}
-
 // resolve maps w to its resource: the kind of w.api in the factory's
 // scheme, or the kind of w.gvr, and its REST mapping.
 func (w what) resolve(ctx context.Context, f *Factory) (*apiResource, error) {

@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -194,6 +195,23 @@ type wireDecoding[T Object] struct {
 	dec        *wire.Decoder[T]
 	reuse      bool // the informer has no transform; settled by settle
 	once       sync.Once
+}
+
+// decoding returns how the informer made with o decodes T with package
+// wire, or nil when it does not. A projection always does, and one that
+// does not mirror its API type is an error naming the field, before any
+// request; For does when the factory decodes with package wire and it can
+// decode T.
+func decoding[T Object](f *Factory, o ForOptions[T], h how[T]) (*wireDecoding[T], error) {
+	if h.decoder == nil || !h.projection && (f.clients != nil || f.opts.Decoding != DecodeWire) {
+		return nil, nil
+	}
+	d, err := newWireDecoding(f, o, h.decoder)
+	if err != nil && !h.projection {
+		f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", reflect.TypeFor[T]().String(), "reason", err.Error())
+		return nil, nil
+	}
+	return d, err
 }
 
 // newWireDecoding returns the decoding of an informer made with o, with
