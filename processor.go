@@ -285,10 +285,19 @@ func (l *listener[T]) run(ctx context.Context) {
 				}
 				l.call(ctx, batch.At(i))
 			}
-			batch.Clear() // only this goroutine touches spare outside take
-			l.batchSince.Store(0)
+			l.delivered(batch)
 		}
 	}
+}
+
+// delivered empties batch, the one take returned, once it has been
+// delivered. Only run's goroutine touches it outside take. Its buffer is
+// kept for the next batch while a burst lasts (a new one would grow from
+// nothing, an allocation and a copy at every doubling, for every batch);
+// take gives it back once nothing is pending.
+func (l *listener[T]) delivered(batch *deque.Deque[notification[T]]) {
+	batch.ClearKeep()
+	l.batchSince.Store(0)
 }
 
 // take returns the pending notifications, swapping buffers so that push can
@@ -316,7 +325,10 @@ func (l *listener[T]) take() (batch *deque.Deque[notification[T]], stopping, dra
 	}
 	if l.spare.Len() == 0 {
 		// Nothing waits (what did was merged away): the next push starts
-		// the wait afresh.
+		// the wait afresh. The handler is idle: what a burst grew the
+		// buffers to is given back.
+		l.spare.Shrink()
+		l.pending.Shrink()
 		l.pendingSince.Store(0)
 		return nil, l.stopping, l.drain
 	}

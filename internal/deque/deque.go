@@ -82,6 +82,30 @@ func (d *Deque[E]) Clear() {
 	d.head, d.n = 0, 0
 }
 
+// ClearKeep removes every element and keeps the buffer, whatever its size:
+// for a deque that is about to be filled again as much (a batch buffer
+// while a burst goes on), where Clear would make the next fill grow a new
+// buffer from nothing, a new allocation and a copy at every doubling. Its
+// owner gives the memory back with Shrink once the burst is over.
+func (d *Deque[E]) ClearKeep() {
+	if d.n > 0 {
+		if end := d.head + d.n; end <= len(d.buf) {
+			clear(d.buf[d.head:end])
+		} else {
+			clear(d.buf[d.head:])
+			clear(d.buf[:end-len(d.buf)])
+		}
+	}
+	d.head, d.n, d.pops = 0, 0, 0
+}
+
+// Shrink drops the buffer of an empty deque larger than keepCap.
+func (d *Deque[E]) Shrink() {
+	if d.n == 0 && len(d.buf) > keepCap {
+		d.buf, d.head, d.pops = nil, 0, 0
+	}
+}
+
 // All calls yield for each element from front to back until yield returns
 // false. The deque must not be modified during the iteration.
 func (d *Deque[E]) All(yield func(E) bool) {

@@ -119,3 +119,47 @@ func TestSwingsKeepTheBuffer(t *testing.T) {
 		t.Errorf("%.2f buffers allocated per swing between 500 and 1,100 elements, want the buffer kept", allocs)
 	}
 }
+
+// ClearKeep empties a deque and keeps its buffer, wrapped or not, with no
+// reference left in it; Shrink then gives a large one back.
+func TestClearKeepThenShrink(t *testing.T) {
+	type ref struct{ p *int }
+	var d Deque[ref]
+	for range 3000 {
+		d.PushBack(ref{new(int)})
+	}
+	for range 1000 {
+		d.PopFront()
+	}
+	for range 1500 { // wraps around the end of the buffer
+		d.PushBack(ref{new(int)})
+	}
+	c := d.Cap()
+	d.ClearKeep()
+	if d.Len() != 0 || d.Cap() != c {
+		t.Fatalf("after ClearKeep: length %d, capacity %d; want 0 and %d", d.Len(), d.Cap(), c)
+	}
+	for i, e := range d.buf {
+		if e.p != nil {
+			t.Fatalf("ClearKeep left a reference at %d", i)
+		}
+	}
+	for i := range 10 {
+		d.PushBack(ref{&i})
+	}
+	if got, _ := d.PopFront(); *got.p != 0 {
+		t.Errorf("first element after ClearKeep is %d, want 0", *got.p)
+	}
+	d.Shrink() // not empty: kept
+	if d.Cap() != c {
+		t.Errorf("Shrink of a non-empty deque changed its capacity to %d", d.Cap())
+	}
+	for d.Len() > 0 {
+		d.PopFront()
+	}
+	d.ClearKeep()
+	d.Shrink()
+	if d.Cap() != 0 {
+		t.Errorf("capacity %d after Shrink of an empty deque of %d, want 0", d.Cap(), c)
+	}
+}
