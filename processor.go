@@ -115,6 +115,11 @@ type listener[T Object] struct {
 	wake chan struct{} // capacity 1: something is pending, or stop was asked
 	done chan struct{} // closed when the goroutine has exited
 
+	// depth counts the notifications queued for the handler, net of those
+	// merged away, and handled those it has been called with: pending is
+	// the difference. Each has one writer, push (or stop, under mu) and
+	// run, so that the two goroutines do not both write one cache line for
+	// every notification; handled is on a line of its own (see pad).
 	depth  atomic.Int64
 	panics atomic.Int64
 	// Lag: when (in nanoseconds since base, plus one) the oldest
@@ -134,6 +139,8 @@ type listener[T Object] struct {
 	informerSynced atomic.Bool
 	synced         chan struct{}
 	syncedOnce     sync.Once
+	pad            [64]byte     // keeps handled off the cache line of depth
+	handled        atomic.Int64 // written by run alone (and by call in tests)
 }
 
 func newListener[T Object](h ResourceEventHandler[T], opts HandlerOptions, onPanic func(context.Context, string, any)) *listener[T] {
@@ -202,7 +209,14 @@ func (l *listener[T]) push(ns []notification[T]) {
 // pendingCount is how many notifications wait or are being handled. The count
 // can dip below zero for an instant when stop clears it under a call in
 // progress; it reads as 0 then.
-func (l *listener[T]) pendingCount() int { return max(int(l.depth.Load()), 0) }
+//
+// handled is read first, and only grows: the count is never below what
+// is pending when depth is read (a notification handled between the two
+// reads still counts), so it reads 0 only when nothing was pending.
+func (l *listener[T]) pendingCount() int {
+	h := l.handled.Load()
+	return max(int(l.depth.Load()-h), 0)
+}
 
 // lag returns how long the oldest notification not yet delivered has
 // waited, at now; 0 if none.
@@ -246,14 +260,14 @@ func (l *listener[T]) dropLocked() {
 	if l.merged != nil {
 		l.merged = newCoalescer[T]()
 	}
-	l.depth.Store(0)
+	l.depth.Store(l.handled.Load()) // nothing pending; the call in flight may yet count
 }
 
 // run calls the handler until stop; it replays the cache contents first if
 // the handler was added while the informer ran.
 func (l *listener[T]) run(ctx context.Context) {
 	defer close(l.done)
-	defer l.depth.Store(0)
+	defer func() { l.handled.Store(l.depth.Load()) }()
 	// Run's context ending stops the handler, even before Run, which may
 	// wait for the informer's lock, gets to stop it.
 	done := ctx.Done()
@@ -345,7 +359,7 @@ func (l *listener[T]) take() (batch *deque.Deque[notification[T]], stopping, dra
 // pending.
 func (l *listener[T]) call(ctx context.Context, n notification[T]) {
 	defer func() {
-		l.depth.Add(-1)
+		l.handled.Add(1)
 		if n.kind == nAdd && n.initial {
 			l.initialDone()
 		}
