@@ -119,7 +119,7 @@ type listener[T Object] struct {
 	// merged away, and handled those it has been called with: pending is
 	// the difference. Each has one writer, push (or stop, under mu) and
 	// run, so that the two goroutines do not both write one cache line for
-	// every notification; handled is on a line of its own (see pad).
+	// every notification; handled is on a line of its own.
 	depth  atomic.Int64
 	panics atomic.Int64
 	// Lag: when (in nanoseconds since base, plus one) the oldest
@@ -139,7 +139,7 @@ type listener[T Object] struct {
 	informerSynced atomic.Bool
 	synced         chan struct{}
 	syncedOnce     sync.Once
-	pad            [64]byte     // keeps handled off the cache line of depth
+	_              [64]byte     // keeps handled off the cache line of depth
 	handled        atomic.Int64 // written by run alone (and by call in tests)
 }
 
