@@ -56,10 +56,7 @@ func (x *Indexer[T]) AddLabelIndex(labelsOf LabelsFunc[T]) error {
 		if err != nil {
 			return err
 		}
-		li.set(sl.id, lbls)
-		if x.compact == nil {
-			sl.lbls = lbls // read by writers only, who are excluded
-		}
+		x.indexLabels(li, sl, lbls) // sl.lbls is read by writers only, who are excluded
 	}
 	x.mu.Lock()
 	x.labels, x.labelsOf = li, labelsOf

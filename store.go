@@ -390,10 +390,7 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 		var lbls map[string]string
 		if li != nil {
 			lbls = s.labelsOf(obj)
-			li.set(sl.id, lbls)
-			if s.compact == nil {
-				sl.lbls = lbls
-			}
+			s.indexLabels(li, sl, lbls)
 		}
 		sl.size = s.entrySize(sl.key, idx.len(), len(lbls))
 		bytes += int64(sl.size)
@@ -550,16 +547,21 @@ func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]strin
 		s.compact.account(old.rec, rec)
 	}
 	// A compact store keeps no labels map to compare with: it sets the
-	// labels every time (and keeps no map alive for the comparison).
-	if s.labels != nil {
-		if !(existed && s.compact == nil && sameMap(sl.lbls, lbls)) {
-			s.labels.set(sl.id, lbls)
-		}
-		if s.compact == nil {
-			sl.lbls = lbls
-		}
+	// labels every time.
+	if s.labels != nil && !(existed && s.compact == nil && sameMap(sl.lbls, lbls)) {
+		s.indexLabels(s.labels, sl, lbls)
 	}
 	return old, existed
+}
+
+// indexLabels sets the labels of sl's object to lbls in li and, in a
+// decoded store, keeps lbls in the slot, where putLocked compares the
+// next object's map with it. A compact store keeps no map alive for that.
+func (s *Store[T]) indexLabels(li *labelIndex, sl *slot[T], lbls map[string]string) {
+	li.set(sl.id, lbls)
+	if s.compact == nil {
+		sl.lbls = lbls
+	}
 }
 
 // sameMap reports whether a and b are one map (or both empty). An object

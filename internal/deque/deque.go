@@ -73,13 +73,11 @@ func (d *Deque[E]) At(i int) E {
 // Clear removes every element, keeping the buffer for reuse unless it is
 // larger than keepCap.
 func (d *Deque[E]) Clear() {
-	switch {
-	case len(d.buf) > keepCap:
-		d.buf = nil
-	case d.n > 0:
-		clear(d.buf)
+	if len(d.buf) > keepCap {
+		d.buf, d.head, d.n, d.pops = nil, 0, 0, 0
+		return
 	}
-	d.head, d.n = 0, 0
+	d.ClearKeep()
 }
 
 // ClearKeep removes every element and keeps the buffer, whatever its size:
