@@ -2,7 +2,10 @@ package informer
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -128,5 +131,69 @@ func TestCompactInformerLateHandler(t *testing.T) {
 		}
 		synctest.Wait()
 		checkCalls(t, rec, "update ns/a@2 -> ns/a@4")
+	})
+}
+
+// oldTracker is a handler that counts the updates whose old object is not
+// the object the one before handed as new.
+type oldTracker struct {
+	mu     sync.Mutex
+	last   map[string]*corev1.Pod
+	others int // updates whose old object is another object
+	seen   int // updates
+}
+
+func (h *oldTracker) OnAdd(p *corev1.Pod, _ bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last[p.Name] = p
+}
+
+func (h *oldTracker) OnUpdate(old, new *corev1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seen++
+	if h.last[new.Name] != old {
+		h.others++
+	}
+	h.last[new.Name] = new
+}
+
+func (h *oldTracker) OnDelete(DeletedObject[*corev1.Pod]) {}
+
+// A compact informer whose objects fit in its cache of decoded objects
+// hands each update the old object as the update before handed it, never
+// decoded again: a record an update replaces gives its place in the cache
+// to the new one (wire.Compact.Forget), rather than the clock hand
+// evicting a live record once the cache has turned over.
+func TestCompactInformerUpdatesKeepDecodedObjects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const pods, rounds = 600, 3 // 2,400 records kept: more than the cache's 1,024 places
+		src := newFakeSource()
+		for i := range pods {
+			src.Add(testobj.Pod("ns", fmt.Sprintf("p-%03d", i), ""))
+		}
+		inf := newCompactPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{})
+		h := &oldTracker{last: map[string]*corev1.Pod{}}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			t.Fatal(err)
+		}
+		startInformer(t, inf)
+		synctest.Wait()
+		rnd := rand.New(rand.NewPCG(1, 2))
+		for r := range rounds {
+			for _, i := range rnd.Perm(pods) {
+				src.Modify(testobj.Pod("ns", fmt.Sprintf("p-%03d", i), "", fmt.Sprintf("round=%d", r)))
+			}
+			synctest.Wait()
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.seen != pods*rounds {
+			t.Fatalf("%d updates, want %d", h.seen, pods*rounds)
+		}
+		if h.others != 0 {
+			t.Errorf("%d of %d updates got an old object decoded again", h.others, h.seen)
+		}
 	})
 }

@@ -148,10 +148,13 @@ func (s *SharedIndexInformer[T]) upsert(ctx context.Context, key string, obj T, 
 	prev := old.obj
 	if old.rec != nil { // a compact store: decode the object replaced for the handlers only
 		if len(s.current) == 0 {
+			s.indexer.forget(old)
 			return notes
 		}
 		var ok bool
-		if prev, ok = s.indexer.objectOf(old); !ok {
+		prev, ok = s.indexer.objectOf(old)
+		s.indexer.forget(old)
+		if !ok {
 			return append(notes, notification[T]{kind: nAdd, key: key, new: obj, initial: initial})
 		}
 	}

@@ -597,6 +597,7 @@ func (s *Store[T]) deleteLocked(key string) (entry[T], bool) {
 	old := sl.entry()
 	if s.compact != nil {
 		s.compact.account(old.rec, nil)
+		s.forget(old)
 	}
 	s.bytes.Add(-int64(sl.size) - int64(sl.objSize))
 	s.idx.Load().unindex(sl)

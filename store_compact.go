@@ -43,6 +43,9 @@ type recordCodec[T any] interface {
 	// DecodedBytes returns the heap bytes of the decoded objects the
 	// codec keeps, a bounded number.
 	DecodedBytes() int
+	// Forget tells the codec that a record has left the store: the
+	// decoded object it keeps gives its place to the next one.
+	Forget(rec *wire.Record)
 }
 
 // compactState is what a compact Store adds to a Store.
@@ -152,6 +155,17 @@ func (s *Store[T]) decode(key string, rec *wire.Record) (obj T, ok bool) {
 		return obj, false
 	}
 	return obj, true
+}
+
+// forget tells a compact store's codec that old's record has left the
+// store, once nothing more needs its object from the codec's cache (an
+// update's old object is read for the handlers first): its place in the
+// cache of decoded objects goes to the next record, rather than the clock
+// hand evicting a live one for it.
+func (s *Store[T]) forget(old entry[T]) {
+	if old.rec != nil && s.compact != nil {
+		s.compact.codec.Forget(old.rec)
+	}
 }
 
 // objectOf returns the object of e, decoded from its record in a compact
@@ -391,11 +405,17 @@ func (s *Store[T]) replaceRecords(list []encoded[T], lenient bool) error {
 		clear(vals)
 	}
 	s.mu.Lock()
+	prev := s.items
 	s.items, s.arena, s.labels = items, ar, li
 	s.idx.Store(idx)
 	s.compact.bytes.Store(bytes)
 	s.bytes.Store(entries)
 	s.mu.Unlock()
+	for key, sl := range prev {
+		if now, ok := items[key]; !ok || now.rec != sl.rec {
+			s.compact.codec.Forget(sl.rec)
+		}
+	}
 	return firstErr
 }
 
@@ -461,7 +481,8 @@ func (s *Store[T]) patchRecords(list []encoded[T]) error {
 	defer s.mu.Unlock()
 	for _, c := range changes {
 		e := &list[c.i]
-		s.putLocked(e.key, zero, e.rec, c.vals, c.lbls)
+		old, _ := s.putLocked(e.key, zero, e.rec, c.vals, c.lbls)
+		s.forget(old) // the handlers' old objects were read before
 		s.items[e.key].mark = gen
 	}
 	for key, sl := range s.items {

@@ -179,6 +179,11 @@ func (c *Compact[PP]) keep(r *Record, obj PP) PP {
 	return obj
 }
 
+// Forget tells c that r has left the store that kept it: r gives its
+// decoded object, and its place in c's cache of decoded objects, to the
+// next record kept. Reading r afterwards decodes it again.
+func (c *Compact[PP]) Forget(r *Record) { c.cache.forget(r) }
+
 // Cached returns how many records hold a decoded object.
 func (c *Compact[PP]) Cached() int { return c.cache.len() }
 

@@ -25,7 +25,10 @@ type Record struct {
 	obj unsafe.Pointer
 	// size is the length of the encoding; json tells a JSON one.
 	size uint32
-	json bool
+	// place is 1 + the record's index in its Compact's cache ring, 0
+	// while it is not there; the cache's lock guards it.
+	place uint32
+	json  bool
 	// hot is set when the cached object is read, and cleared by the
 	// cache's clock hand as it passes (see decodedCache).
 	hot atomic.Bool

@@ -151,6 +151,104 @@ func TestCompactCacheKeepsHotRecords(t *testing.T) {
 	}
 }
 
+// recordHeader is what a Record's struct costs once the allocator rounds
+// it: the struct must fit.
+func TestRecordHeader(t *testing.T) {
+	if n := unsafe.Sizeof(Record{}); n > recordHeader {
+		t.Errorf("a Record is %d bytes, more than recordHeader (%d)", n, recordHeader)
+	}
+}
+
+// A record forgotten gives its place to the next one kept, which evicts
+// no one; forgetting a record not in the cache changes nothing.
+func TestCompactForget(t *testing.T) {
+	_, c := newPodCompact(t)
+	var recs []*Record
+	for i := range DecodedCacheSize {
+		r, err := c.Encode(benchPod(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	gone := recs[3]
+	c.Forget(gone)
+	if gone.cached() != nil || c.Cached() != DecodedCacheSize-1 {
+		t.Fatalf("after Forget: the record holds %p, %d cached; want nil, %d", gone.cached(), c.Cached(), DecodedCacheSize-1)
+	}
+	c.Forget(gone)
+	if c.Cached() != DecodedCacheSize-1 {
+		t.Fatalf("a second Forget: %d cached, want %d", c.Cached(), DecodedCacheSize-1)
+	}
+	if _, err := c.Encode(benchPod(5000)); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if i != 3 && r.cached() == nil {
+			t.Fatalf("record %d lost its object to a record kept after a Forget", i)
+		}
+	}
+	// Read again, the record decodes and takes a place from the hand.
+	if _, err := c.Decode(gone); err != nil {
+		t.Fatal(err)
+	}
+	if gone.cached() == nil || c.Cached() != DecodedCacheSize {
+		t.Errorf("read after Forget: cached %v, %d cached; want it cached, %d", gone.cached() != nil, c.Cached(), DecodedCacheSize)
+	}
+}
+
+// Reads, Encodes and Forgets in parallel keep the cache's invariant: a
+// record holds a decoded object iff it is in the ring, at its place.
+func TestCompactForgetConcurrent(t *testing.T) {
+	d, _ := newPodCompact(t)
+	c := NewCompact(d, 16)
+	var recs []*Record
+	for i := range 64 {
+		r, err := c.Protobuf(marshalPod(t, benchPod(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				r := recs[(i*7+g*13)%len(recs)]
+				switch (i + g) % 3 {
+				case 0, 1:
+					if _, err := c.Decode(r); err != nil {
+						t.Error(err)
+						return
+					}
+				case 2:
+					c.Forget(r)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	inRing := 0
+	for i, r := range c.cache.ring {
+		if r == nil {
+			continue
+		}
+		inRing++
+		if r.place != uint32(i)+1 || r.cached() == nil {
+			t.Errorf("ring[%d]: place %d, cached %v", i, r.place, r.cached() != nil)
+		}
+	}
+	holding := 0
+	for _, r := range recs {
+		if r.cached() != nil {
+			holding++
+		}
+	}
+	if holding != inRing || inRing > 16 {
+		t.Errorf("%d records hold an object, %d are in a ring of 16", holding, inRing)
+	}
+}
+
 // Concurrent reads of one record get one object, or equal ones.
 func TestCompactConcurrentDecode(t *testing.T) {
 	_, c := newPodCompact(t)
