@@ -124,9 +124,10 @@ func TestCompactDecodedCache(t *testing.T) {
 	}
 }
 
-// A record read since the clock hand passed stays cached; one not read
-// goes first.
-func TestCompactCacheKeepsHotRecords(t *testing.T) {
+// newFullCompact returns a Compact whose cache of decoded objects is full
+// of the records of Pods it encoded, and those records, in order.
+func newFullCompact(t *testing.T) (*Compact[*corev1.Pod], []*Record) {
+	t.Helper()
 	_, c := newPodCompact(t)
 	var recs []*Record
 	for i := range DecodedCacheSize {
@@ -136,6 +137,13 @@ func TestCompactCacheKeepsHotRecords(t *testing.T) {
 		}
 		recs = append(recs, r)
 	}
+	return c, recs
+}
+
+// A record read since the clock hand passed stays cached; one not read
+// goes first.
+func TestCompactCacheKeepsHotRecords(t *testing.T) {
+	c, recs := newFullCompact(t)
 	hot := recs[0]
 	if _, err := c.Decode(hot); err != nil {
 		t.Fatal(err)
@@ -162,15 +170,7 @@ func TestRecordHeader(t *testing.T) {
 // A record forgotten gives its place to the next one kept, which evicts
 // no one; forgetting a record not in the cache changes nothing.
 func TestCompactForget(t *testing.T) {
-	_, c := newPodCompact(t)
-	var recs []*Record
-	for i := range DecodedCacheSize {
-		r, err := c.Encode(benchPod(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, r)
-	}
+	c, recs := newFullCompact(t)
 	gone := recs[3]
 	c.Forget(gone)
 	if gone.cached() != nil || c.Cached() != DecodedCacheSize-1 {
