@@ -56,9 +56,7 @@ func (c *decodedCache) add(r *Record) {
 		break
 	}
 	if v := c.ring[c.hand]; v != nil {
-		atomic.StorePointer(&v.obj, nil)
-		v.hot.Store(false)
-		v.place = 0
+		drop(v)
 	}
 	c.ring[c.hand], r.place = r, uint32(c.hand)+1
 	c.hand = (c.hand + 1) % len(c.ring)
@@ -73,10 +71,17 @@ func (c *decodedCache) forget(r *Record) {
 		return
 	}
 	i := r.place - 1
-	c.ring[i], r.place = nil, 0
+	c.ring[i] = nil
+	drop(r)
+	c.free = append(c.free, i)
+}
+
+// drop makes r, leaving its place in the ring, let go of its decoded
+// object. The caller holds the cache's lock.
+func drop(r *Record) {
 	atomic.StorePointer(&r.obj, nil)
 	r.hot.Store(false)
-	c.free = append(c.free, i)
+	r.place = 0
 }
 
 // len returns how many records the ring holds.
