@@ -140,6 +140,21 @@ func newFullCompact(t *testing.T) (*Compact[*corev1.Pod], []*Record) {
 	return c, recs
 }
 
+// podRecords returns the records c makes of the protobuf of n Pods, as a
+// LIST's items become records, never decoded.
+func podRecords(tb testing.TB, c *Compact[*corev1.Pod], n int) []*Record {
+	tb.Helper()
+	recs := make([]*Record, n)
+	for i := range recs {
+		r, err := c.Protobuf(marshalPod(tb, benchPod(i)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		recs[i] = r
+	}
+	return recs
+}
+
 // A record read since the clock hand passed stays cached; one not read
 // goes first.
 func TestCompactCacheKeepsHotRecords(t *testing.T) {
@@ -202,14 +217,7 @@ func TestCompactForget(t *testing.T) {
 func TestCompactForgetConcurrent(t *testing.T) {
 	d, _ := newPodCompact(t)
 	c := NewCompact(d, 16)
-	var recs []*Record
-	for i := range 64 {
-		r, err := c.Protobuf(marshalPod(t, benchPod(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, r)
-	}
+	recs := podRecords(t, c, 64)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
@@ -380,14 +388,7 @@ func BenchmarkCompactDecode(b *testing.B) {
 		b.Fatal(err)
 	}
 	c := NewCompact(d, 1)
-	var recs []*Record
-	for i := range 1000 {
-		r, err := c.Protobuf(marshalPod(b, benchPod(i)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		recs = append(recs, r)
-	}
+	recs := podRecords(b, c, 1000)
 	b.Run("op=decode", func(b *testing.B) {
 		b.ReportAllocs()
 		var buf []byte
