@@ -1,33 +1,63 @@
-// Package deque provides a growable ring buffer used by the queues.
+// Package deque provides a growable double-ended queue used by the queues.
 package deque
 
-// Deque is a double-ended queue backed by a ring buffer that grows as needed
-// and gives memory back after a burst: a buffer larger than keepCap goes
-// back to keepCap when it is drained after at least half as many pops as
-// it holds since it was last resized, shrinks by half when it is at most a
-// quarter full after four times as many, and Clear drops it.
-// Counting pops keeps a queue whose length swings across a quarter of its
-// buffer, as a busy producer and consumer make it, from shrinking and
-// growing again on every swing (each a new buffer and a copy).
+// Deque is a double-ended queue kept in fixed-size chunks. It grows a chunk
+// at a time and never moves its elements: a burst costs an allocation per
+// chunkLen elements, not a new buffer and a copy of everything at each
+// doubling. A chunk emptied at the front is kept for the back to reuse, so a
+// queue that a producer and a consumer keep busy allocates nothing. It gives
+// memory back after a burst: drained by PopFront, it keeps at most keepCap
+// elements' worth of chunks; one that stays at most a quarter full for four
+// times its capacity of pops keeps only what it holds and keepCap; Clear
+// drops a capacity larger than keepCap.
 // The zero value is an empty deque ready to use. A Deque is not safe for
 // concurrent use; its owner guards it.
 type Deque[E any] struct {
-	buf  []E // len(buf) is zero or a power of two
-	head int // index of the front element in buf
-	n    int // number of elements
-	pops int // elements popped since buf was last resized
+	chunks []*chunk[E] // the chunks in use, front first
+	free   []*chunk[E] // emptied chunks kept for reuse
+	head   int         // index of the front element in chunks[0]
+	n      int         // number of elements
+	pops   int         // elements popped since the free chunks were last trimmed
 }
+
+// chunkLen is the number of elements of a chunk, a power of two.
+const (
+	chunkBits = 7
+	chunkLen  = 1 << chunkBits
+)
+
+type chunk[E any] [chunkLen]E
+
+// keepCap is the capacity a Deque keeps however it is used: below it,
+// memory is reused rather than given back.
+const keepCap = 1024
 
 // Len returns the number of elements.
 func (d *Deque[E]) Len() int { return d.n }
 
+// Cap returns the number of elements the deque's chunks, in use and kept,
+// hold.
+func (d *Deque[E]) Cap() int { return (len(d.chunks) + len(d.free)) * chunkLen }
+
 // PushBack appends e at the back.
 func (d *Deque[E]) PushBack(e E) {
-	if d.n == len(d.buf) {
-		d.grow()
+	i := d.head + d.n
+	if i>>chunkBits == len(d.chunks) {
+		d.chunks = append(d.chunks, d.newChunk())
 	}
-	d.buf[(d.head+d.n)&(len(d.buf)-1)] = e
+	d.chunks[i>>chunkBits][i&(chunkLen-1)] = e
 	d.n++
+}
+
+// newChunk returns a kept chunk, or a new one.
+func (d *Deque[E]) newChunk() *chunk[E] {
+	if k := len(d.free); k > 0 {
+		c := d.free[k-1]
+		d.free[k-1] = nil
+		d.free = d.free[:k-1]
+		return c
+	}
+	return new(chunk[E])
 }
 
 // PopFront removes and returns the front element. It reports false when the
@@ -37,70 +67,89 @@ func (d *Deque[E]) PopFront() (E, bool) {
 	if d.n == 0 {
 		return zero, false
 	}
-	e := d.buf[d.head]
-	d.buf[d.head] = zero // drop the reference for the garbage collector
-	d.head = (d.head + 1) & (len(d.buf) - 1)
+	c := d.chunks[0]
+	e := c[d.head]
+	c[d.head] = zero // drop the reference for the garbage collector
+	d.head++
 	d.n--
-	if d.n == 0 {
-		d.head = 0
-	}
 	d.pops++
 	switch {
-	case len(d.buf) <= keepCap:
-	case d.n == 0 && d.pops >= len(d.buf)/2:
-		d.resize(keepCap) // drained: nothing to copy
-	case d.n <= len(d.buf)/4 && d.pops >= 4*len(d.buf):
-		d.resize(len(d.buf) / 2)
+	case d.n == 0:
+		// Drained: the last chunk stays for the next push, and what is
+		// kept besides is trimmed to keepCap.
+		d.head = 0
+		d.free = append(d.free, d.chunks[1:]...)
+		clear(d.chunks[1:])
+		d.chunks = d.chunks[:1]
+		d.trim(keepCap/chunkLen - 1)
+	case d.head == chunkLen:
+		d.head = 0
+		d.free = append(d.free, c)
+		copy(d.chunks, d.chunks[1:])
+		d.chunks[len(d.chunks)-1] = nil
+		d.chunks = d.chunks[:len(d.chunks)-1]
+		if cp := d.Cap(); cp > keepCap && d.n <= cp/4 && d.pops >= 4*cp {
+			// Low for long: a burst's chunks are no longer needed.
+			d.trim(max(keepCap/chunkLen-len(d.chunks), len(d.chunks)))
+		}
 	}
 	return e, true
 }
 
-// keepCap is the capacity a Deque keeps however it is used: below it,
-// memory is reused rather than given back.
-const keepCap = 1024
-
-// Cap returns the capacity of the buffer.
-func (d *Deque[E]) Cap() int { return len(d.buf) }
+// trim drops kept chunks beyond keep.
+func (d *Deque[E]) trim(keep int) {
+	if len(d.free) > keep {
+		clear(d.free[keep:])
+		d.free = d.free[:keep]
+	}
+	d.pops = 0
+}
 
 // At returns the i-th element from the front; it panics if i is out of range.
 func (d *Deque[E]) At(i int) E {
 	if i < 0 || i >= d.n {
 		panic("deque: index out of range")
 	}
-	return d.buf[(d.head+i)&(len(d.buf)-1)]
+	i += d.head
+	return d.chunks[i>>chunkBits][i&(chunkLen-1)]
 }
 
-// Clear removes every element, keeping the buffer for reuse unless it is
-// larger than keepCap.
+// Clear removes every element, keeping the chunks for reuse unless they
+// hold more than keepCap elements.
 func (d *Deque[E]) Clear() {
-	if len(d.buf) > keepCap {
-		d.buf, d.head, d.n, d.pops = nil, 0, 0, 0
+	if d.Cap() > keepCap {
+		*d = Deque[E]{}
 		return
 	}
 	d.ClearKeep()
 }
 
-// ClearKeep removes every element and keeps the buffer, whatever its size:
-// for a deque that is about to be filled again as much (a batch buffer
-// while a burst goes on), where Clear would make the next fill grow a new
-// buffer from nothing, a new allocation and a copy at every doubling. Its
-// owner gives the memory back with Shrink once the burst is over.
+// ClearKeep removes every element and keeps the chunks, however many: for
+// a deque that is about to be filled again as much (a batch buffer while a
+// burst goes on), where Clear would make the next fill allocate them again.
+// Its owner gives the memory back with Shrink once the burst is over.
 func (d *Deque[E]) ClearKeep() {
 	if d.n > 0 {
-		if end := d.head + d.n; end <= len(d.buf) {
-			clear(d.buf[d.head:end])
-		} else {
-			clear(d.buf[d.head:])
-			clear(d.buf[:end-len(d.buf)])
+		end := d.head + d.n
+		for j, c := range d.chunks {
+			lo, hi := max(d.head-j*chunkLen, 0), min(end-j*chunkLen, chunkLen)
+			if lo < hi {
+				clear(c[lo:hi])
+			}
 		}
+	}
+	if len(d.chunks) > 1 {
+		d.free = append(d.free, d.chunks[1:]...)
+		clear(d.chunks[1:])
+		d.chunks = d.chunks[:1]
 	}
 	d.head, d.n, d.pops = 0, 0, 0
 }
 
-// Shrink drops the buffer of an empty deque larger than keepCap.
+// Shrink drops the chunks of an empty deque beyond keepCap elements.
 func (d *Deque[E]) Shrink() {
-	if d.n == 0 && len(d.buf) > keepCap {
-		d.buf, d.head, d.pops = nil, 0, 0
+	if d.n == 0 {
+		d.trim(keepCap/chunkLen - len(d.chunks))
 	}
 }
 
@@ -108,28 +157,9 @@ func (d *Deque[E]) Shrink() {
 // false. The deque must not be modified during the iteration.
 func (d *Deque[E]) All(yield func(E) bool) {
 	for i := range d.n {
-		if !yield(d.buf[(d.head+i)&(len(d.buf)-1)]) {
+		j := d.head + i
+		if !yield(d.chunks[j>>chunkBits][j&(chunkLen-1)]) {
 			return
 		}
 	}
-}
-
-func (d *Deque[E]) grow() {
-	size := 2 * len(d.buf)
-	if size == 0 {
-		size = 8
-	}
-	d.resize(size)
-}
-
-// resize moves the elements to a buffer of size, a power of two >= n.
-func (d *Deque[E]) resize(size int) {
-	buf := make([]E, size)
-	if d.n > 0 {
-		tail := copy(buf, d.buf[d.head:])
-		if tail < d.n {
-			copy(buf[tail:], d.buf[:d.head])
-		}
-	}
-	d.buf, d.head, d.pops = buf, 0, 0
 }

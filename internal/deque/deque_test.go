@@ -13,7 +13,11 @@ func TestAgainstSlice(t *testing.T) {
 	for seq := range 200 {
 		var d Deque[int]
 		var model []int
-		for step := range 300 {
+		steps := 300
+		if seq%10 == 0 {
+			steps = 3000 // across many chunks
+		}
+		for step := range steps {
 			switch r.IntN(5) {
 			case 0, 1, 2:
 				d.PushBack(step)
@@ -30,9 +34,15 @@ func TestAgainstSlice(t *testing.T) {
 					model = model[1:]
 				}
 			case 4:
-				if r.IntN(20) == 0 {
+				switch r.IntN(60) {
+				case 0:
 					d.Clear()
 					model = nil
+				case 1:
+					d.ClearKeep()
+					model = nil
+				case 2:
+					d.Shrink()
 				}
 			}
 			if d.Len() != len(model) {
@@ -57,7 +67,7 @@ func TestPopReleasesReferences(t *testing.T) {
 	v := 1
 	d.PushBack(&v)
 	d.PopFront()
-	for _, p := range d.buf {
+	for _, p := range slots(&d) {
 		if p != nil {
 			t.Fatal("popped element still referenced by the buffer")
 		}
@@ -139,7 +149,7 @@ func TestClearKeepThenShrink(t *testing.T) {
 	if d.Len() != 0 || d.Cap() != c {
 		t.Fatalf("after ClearKeep: length %d, capacity %d; want 0 and %d", d.Len(), d.Cap(), c)
 	}
-	for i, e := range d.buf {
+	for i, e := range slots(&d) {
 		if e.p != nil {
 			t.Fatalf("ClearKeep left a reference at %d", i)
 		}
@@ -159,7 +169,77 @@ func TestClearKeepThenShrink(t *testing.T) {
 	}
 	d.ClearKeep()
 	d.Shrink()
-	if d.Cap() != 0 {
-		t.Errorf("capacity %d after Shrink of an empty deque of %d, want 0", d.Cap(), c)
+	if d.Cap() > keepCap {
+		t.Errorf("capacity %d after Shrink of an empty deque of %d, want at most %d", d.Cap(), c, keepCap)
+	}
+	// Filled again past its capacity, then cleared and shrunk.
+	for range 5000 {
+		d.PushBack(ref{new(int)})
+	}
+	d.ClearKeep()
+	if d.Cap() < 5000 {
+		t.Fatalf("capacity %d after ClearKeep of 5,000 elements, want them kept", d.Cap())
+	}
+	d.Shrink()
+	if d.Cap() > keepCap {
+		t.Errorf("capacity %d after Shrink of an empty deque, want at most %d", d.Cap(), keepCap)
+	}
+}
+
+// slots returns every element place of d's chunks, in use and kept.
+func slots[E any](d *Deque[E]) []E {
+	var out []E
+	for _, c := range append(slices.Clone(d.chunks), d.free...) {
+		out = append(out, c[:]...)
+	}
+	return out
+}
+
+// A burst grows a deque a chunk at a time: what it allocates is about
+// what it holds, never a buffer per doubling, and its elements stay where
+// they are (a pointer into a chunk keeps reading the same element).
+func TestBurstAllocatesChunks(t *testing.T) {
+	const n = 100 * chunkLen
+	allocs := testing.AllocsPerRun(5, func() {
+		var d Deque[int]
+		for i := range n {
+			d.PushBack(i)
+		}
+	})
+	// A chunk per chunkLen elements, and the chunks slice's doublings.
+	if want := float64(n/chunkLen) + 10; allocs > want {
+		t.Errorf("%.0f allocations for a burst of %d, want at most %.0f", allocs, n, want)
+	}
+	var d Deque[int]
+	d.PushBack(-1)
+	first := &d.chunks[0][0]
+	for i := range n {
+		d.PushBack(i)
+	}
+	if *first != -1 || first != &d.chunks[0][0] {
+		t.Errorf("the front element moved during a burst")
+	}
+}
+
+// A queue kept busy by a producer and a consumer, however long, reuses
+// its chunks: a steady stream allocates nothing.
+func TestSteadyStreamReusesChunks(t *testing.T) {
+	var d Deque[int]
+	for i := range 10 * chunkLen {
+		d.PushBack(i)
+	}
+	next := 0
+	stream := func() {
+		for range 3 * chunkLen {
+			d.PushBack(0)
+			if v, _ := d.PopFront(); v != next && next < 10*chunkLen {
+				t.Fatalf("popped %d, want %d", v, next)
+			}
+			next++
+		}
+	}
+	stream()
+	if allocs := testing.AllocsPerRun(50, stream); allocs > 0 {
+		t.Errorf("%.2f allocations per %d pushes and pops of a steady queue, want 0", allocs, 3*chunkLen)
 	}
 }
