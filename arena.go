@@ -86,7 +86,7 @@ func (a *arena[T]) alloc() *slot[T] {
 // release zeroes sl, but for its id, and keeps it for reuse.
 func (a *arena[T]) release(sl *slot[T]) {
 	var zero T
-	sl.key, sl.obj, sl.rec, sl.size, sl.objSize, sl.lbls = "", zero, nil, 0, 0, nil
+	sl.key, sl.obj, sl.rec, sl.size, sl.objSize, sl.lbls, sl.rvh = "", zero, nil, 0, 0, nil, 0
 	clear(sl.vals)
 	clear(sl.one)
 	a.spare = append(a.spare, sl)

@@ -226,6 +226,7 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 	if !opts.NoLabelIndex {
 		_ = indexer.AddLabelIndex(MetaLabelsFunc[T]) // cannot fail on a new Indexer
 	}
+	indexer.versionOf = T.GetResourceVersion
 	s := &SharedIndexInformer[T]{
 		lw:                lw,
 		opts:              opts,

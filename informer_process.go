@@ -134,7 +134,8 @@ func (s *SharedIndexInformer[T]) applyEvent(ctx context.Context, e *event[T], in
 // replaced. An update that keeps the resource version is a resync
 // notification, for handlers whose resync is due only.
 func (s *SharedIndexInformer[T]) upsert(ctx context.Context, key string, obj T, initial bool, notes []notification[T]) []notification[T] {
-	old, existed, err := s.indexer.upsert(key, obj, true)
+	rvh := versionHash(obj.GetResourceVersion())
+	old, existed, err := s.indexer.upsertVersion(key, obj, rvh, true)
 	if err != nil {
 		if errors.Is(err, errNotCached) {
 			klog.FromContext(ctx).Error(err, "Left an object out of the cache", "key", key)
@@ -158,7 +159,9 @@ func (s *SharedIndexInformer[T]) upsert(ctx context.Context, key string, obj T, 
 			return append(notes, notification[T]{kind: nAdd, key: key, new: obj, initial: initial})
 		}
 	}
-	return append(notes, notification[T]{kind: nUpdate, key: key, old: prev, new: obj, sync: sameVersion(prev, obj)})
+	// Versions whose hashes differ differ: prev is then not read here.
+	sync := (old.rvh == 0 || old.rvh == rvh) && sameVersion(prev, obj)
+	return append(notes, notification[T]{kind: nUpdate, key: key, old: prev, new: obj, sync: sync})
 }
 
 func sameVersion[T Object](a, b T) bool { return a.GetResourceVersion() == b.GetResourceVersion() }

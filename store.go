@@ -2,6 +2,7 @@ package informer
 
 import (
 	"cmp"
+	"hash/maphash"
 	"iter"
 	"reflect"
 	"slices"
@@ -51,6 +52,10 @@ type Store[T any] struct {
 	// postings of labels are guarded by mu.
 	labels   *labelIndex
 	labelsOf LabelsFunc[T]
+	// versionOf, set by an informer before it starts, gives an object's
+	// resource version, whose versionHash the slots keep (see entry.rvh);
+	// nil in a Store of its own, whose slots keep none.
+	versionOf func(T) string
 
 	snapshots sync.Pool // of *[]entry[T], reused by the iterators
 
@@ -85,6 +90,9 @@ type slot[T any] struct {
 	one  []string     // per index: where vals keeps a single value
 	pos  []int32      // per index with one value: the slot's position in its bucket
 	size uint32       // the bytes the entry holds besides obj, as entrySize counted them when it was stored
+	// rvh is versionHash of obj's resource version when the informer
+	// stored it, 0 when unknown (see entry.rvh).
+	rvh uint32
 	// lbls is the labels map of obj that the label index holds, in a
 	// decoded store with one: a new object's map is compared with it
 	// without reading the old object, whose memory is rarely in the CPU's
@@ -129,10 +137,15 @@ type entry[T any] struct {
 	key string
 	obj T
 	rec *wire.Record
+	// rvh is versionHash of obj's resource version, or 0 if the writer
+	// gave none: two different hashes tell that two versions differ
+	// without reading obj, whose memory is rarely in the CPU's cache any
+	// more when the next version arrives.
+	rvh uint32
 }
 
 // entry returns the slot's entry.
-func (sl *slot[T]) entry() entry[T] { return entry[T]{sl.key, sl.obj, sl.rec} }
+func (sl *slot[T]) entry() entry[T] { return entry[T]{sl.key, sl.obj, sl.rec, sl.rvh} }
 
 // NewStore returns an empty Store that keys objects with keyFunc. It panics
 // if keyFunc is nil.
@@ -387,6 +400,9 @@ func (s *Store[T]) replace(list []T, keys []string, lenient bool) error {
 			bytes -= int64(sl.size)
 		}
 		sl.obj = obj
+		if s.versionOf != nil {
+			sl.rvh = versionHash(s.versionOf(obj))
+		}
 		var lbls map[string]string
 		if li != nil {
 			lbls = s.labelsOf(obj)
@@ -445,6 +461,7 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 		i    int
 		vals [][]string
 		lbls map[string]string
+		rvh  uint32
 	}
 	var changes []change
 	var firstErr error
@@ -477,12 +494,15 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 		if s.labelsOf != nil {
 			c.lbls = s.labelsOf(obj)
 		}
+		if s.versionOf != nil {
+			c.rvh = versionHash(s.versionOf(obj))
+		}
 		changes = append(changes, c)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range changes {
-		s.putLocked(keys[c.i], list[c.i], nil, c.vals, c.lbls)
+		s.putLocked(keys[c.i], list[c.i], nil, c.vals, c.lbls, c.rvh)
 		s.items[keys[c.i]].mark = gen
 	}
 	for key, sl := range s.items {
@@ -502,6 +522,12 @@ func (s *Store[T]) put(key string, obj T) error {
 // upsert stores obj under key and returns the entry it replaced (see
 // objectOf). lenient is as for replace.
 func (s *Store[T]) upsert(key string, obj T, lenient bool) (old entry[T], existed bool, err error) {
+	return s.upsertVersion(key, obj, 0, lenient)
+}
+
+// upsertVersion is upsert for a writer that knows rvh, the versionHash of
+// obj's resource version, which the slot keeps (see entry.rvh).
+func (s *Store[T]) upsertVersion(key string, obj T, rvh uint32, lenient bool) (old entry[T], existed bool, err error) {
 	if s.compact != nil {
 		return s.upsertRecord(key, encoded[T]{key: key, obj: obj, decoded: true}, lenient)
 	}
@@ -517,16 +543,17 @@ func (s *Store[T]) upsert(key string, obj T, lenient bool) (old entry[T], existe
 		lbls = s.labelsOf(obj)
 	}
 	s.mu.Lock()
-	old, existed = s.putLocked(key, obj, nil, vals, lbls)
+	old, existed = s.putLocked(key, obj, nil, vals, lbls, rvh)
 	s.mu.Unlock()
 	clear(vals)
 	return old, existed, err
 }
 
 // putLocked stores obj, or in a compact store its record rec, whose index
-// values are vals and labels lbls, under key, and returns the entry it
+// values are vals and labels lbls, and whose resource version's
+// versionHash is rvh (0 if unknown), under key, and returns the entry it
 // replaced. The caller holds writeMu and mu.
-func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]string, lbls map[string]string) (old entry[T], existed bool) {
+func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]string, lbls map[string]string, rvh uint32) (old entry[T], existed bool) {
 	idx := s.idx.Load()
 	sl, ok := s.items[key]
 	if !ok {
@@ -541,7 +568,7 @@ func (s *Store[T]) putLocked(key string, obj T, rec *wire.Record, vals [][]strin
 	}
 	size := s.entrySize(key, idx.len(), len(lbls))
 	s.bytes.Add(int64(size) - int64(sl.size) - int64(sl.objSize))
-	sl.obj, sl.rec, sl.size, sl.objSize = obj, rec, size, 0
+	sl.obj, sl.rec, sl.size, sl.objSize, sl.rvh = obj, rec, size, 0, rvh
 	sl.ver++
 	if s.compact != nil {
 		s.compact.account(old.rec, rec)
@@ -570,6 +597,15 @@ func (s *Store[T]) indexLabels(li *labelIndex, sl *slot[T], lbls map[string]stri
 // labels) keeps its label postings without them being read again: cached
 // objects, their maps included, are never modified in place. The pointers
 // are compared first, so that the old map is not read when they are equal.
+// versionSeed seeds versionHash.
+var versionSeed = maphash.MakeSeed()
+
+// versionHash hashes a resource version for entry.rvh: never 0, which
+// stands for unknown.
+func versionHash(rv string) uint32 {
+	return uint32(maphash.String(versionSeed, rv)) | 1
+}
+
 func sameMap(a, b map[string]string) bool {
 	if samePointer(a, b) {
 		return true

@@ -318,7 +318,7 @@ func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (old ent
 	}
 	s.mu.Lock()
 	var zero T
-	old, existed = s.putLocked(key, zero, e.rec, vals, lbls)
+	old, existed = s.putLocked(key, zero, e.rec, vals, lbls, 0)
 	s.mu.Unlock()
 	return old, existed, err
 }
@@ -481,7 +481,7 @@ func (s *Store[T]) patchRecords(list []encoded[T]) error {
 	defer s.mu.Unlock()
 	for _, c := range changes {
 		e := &list[c.i]
-		old, _ := s.putLocked(e.key, zero, e.rec, c.vals, c.lbls)
+		old, _ := s.putLocked(e.key, zero, e.rec, c.vals, c.lbls, 0)
 		s.forget(old) // the handlers' old objects were read before
 		s.items[e.key].mark = gen
 	}
