@@ -1,6 +1,8 @@
 // Package deque provides a growable double-ended queue used by the queues.
 package deque
 
+import "slices"
+
 // Deque is a double-ended queue kept in fixed-size chunks. It grows a chunk
 // at a time and never moves its elements: a burst costs an allocation per
 // chunkLen elements, not a new buffer and a copy of everything at each
@@ -53,8 +55,7 @@ func (d *Deque[E]) PushBack(e E) {
 func (d *Deque[E]) newChunk() *chunk[E] {
 	if k := len(d.free); k > 0 {
 		c := d.free[k-1]
-		d.free[k-1] = nil
-		d.free = d.free[:k-1]
+		d.free = slices.Delete(d.free, k-1, k) // which clears the place it leaves
 		return c
 	}
 	return new(chunk[E])
