@@ -305,10 +305,10 @@ func (l *listener[T]) run(ctx context.Context) {
 }
 
 // delivered empties batch, the one take returned, once it has been
-// delivered. Only run's goroutine touches it outside take. Its buffer is
-// kept for the next batch while a burst lasts (a new one would grow from
-// nothing, an allocation and a copy at every doubling, for every batch);
-// take gives it back once nothing is pending.
+// delivered. Only run's goroutine touches it outside take. Its chunks are
+// kept for the next batch while a burst lasts (they would be allocated
+// again for every batch); take gives them back, down to the deque's
+// keepCap, once nothing is pending.
 func (l *listener[T]) delivered(batch *deque.Deque[notification[T]]) {
 	batch.ClearKeep()
 	l.batchSince.Store(0)
