@@ -591,12 +591,6 @@ func (s *Store[T]) indexLabels(li *labelIndex, sl *slot[T], lbls map[string]stri
 	}
 }
 
-// sameMap reports whether a and b are one map (or both empty). An object
-// whose labels map is the very map of the object it replaces (a shallow
-// copy, or a map the wire decoder shares among objects with the same
-// labels) keeps its label postings without them being read again: cached
-// objects, their maps included, are never modified in place. The pointers
-// are compared first, so that the old map is not read when they are equal.
 // versionSeed seeds versionHash.
 var versionSeed = maphash.MakeSeed()
 
@@ -606,6 +600,12 @@ func versionHash(rv string) uint32 {
 	return uint32(maphash.String(versionSeed, rv)) | 1
 }
 
+// sameMap reports whether a and b are one map (or both empty). An object
+// whose labels map is the very map of the object it replaces (a shallow
+// copy, or a map the wire decoder shares among objects with the same
+// labels) keeps its label postings without them being read again: cached
+// objects, their maps included, are never modified in place. The pointers
+// are compared first, so that the old map is not read when they are equal.
 func sameMap(a, b map[string]string) bool {
 	if samePointer(a, b) {
 		return true
