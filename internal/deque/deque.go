@@ -47,9 +47,13 @@ func (d *Deque[E]) PushBack(e E) {
 	if i>>chunkBits == len(d.chunks) {
 		d.chunks = append(d.chunks, d.newChunk())
 	}
-	d.chunks[i>>chunkBits][i&(chunkLen-1)] = e
+	*d.place(i) = e
 	d.n++
 }
+
+// place returns where the element at index i of the chunks in use is,
+// counted from the first place of chunks[0].
+func (d *Deque[E]) place(i int) *E { return &d.chunks[i>>chunkBits][i&(chunkLen-1)] }
 
 // newChunk returns a kept chunk, or a new one.
 func (d *Deque[E]) newChunk() *chunk[E] {
@@ -76,12 +80,10 @@ func (d *Deque[E]) PopFront() (E, bool) {
 	d.pops++
 	switch {
 	case d.n == 0:
-		// Drained: the last chunk stays for the next push, and what is
-		// kept besides is trimmed to keepCap.
+		// Drained: the one chunk in use stays for the next push (chunks
+		// holds just those the elements fill), and what is kept besides
+		// is trimmed to keepCap.
 		d.head = 0
-		d.free = append(d.free, d.chunks[1:]...)
-		clear(d.chunks[1:])
-		d.chunks = d.chunks[:1]
 		d.trim(keepCap/chunkLen - 1)
 	case d.head == chunkLen:
 		d.head = 0
@@ -111,8 +113,7 @@ func (d *Deque[E]) At(i int) E {
 	if i < 0 || i >= d.n {
 		panic("deque: index out of range")
 	}
-	i += d.head
-	return d.chunks[i>>chunkBits][i&(chunkLen-1)]
+	return *d.place(d.head + i)
 }
 
 // Clear removes every element, keeping the chunks for reuse unless they
@@ -158,8 +159,7 @@ func (d *Deque[E]) Shrink() {
 // false. The deque must not be modified during the iteration.
 func (d *Deque[E]) All(yield func(E) bool) {
 	for i := range d.n {
-		j := d.head + i
-		if !yield(d.chunks[j>>chunkBits][j&(chunkLen-1)]) {
+		if !yield(*d.place(d.head + i)) {
 			return
 		}
 	}
