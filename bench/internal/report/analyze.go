@@ -130,6 +130,13 @@ func Build(d *Data, m *Matcher) (*Report, error) {
 		if len(procs) > 1 {
 			name = fmt.Sprintf("%s-%d", name, s.Procs)
 		}
+		top, _, _ := strings.Cut(s.Workload, "/")
+		if d.Cut[CutRun{s.Pkg, top}] {
+			for _, impl := range []string{ImplUpstream, ImplTyped} {
+				k := implKey{s.Pkg, s.Workload, impl}
+				failed[k] = max(failed[k], cutRun)
+			}
+		}
 		rows, probs := compareSeries(d.Units, failed, name, s, stats)
 		r.Rows = append(r.Rows, rows...)
 		r.Problems = append(r.Problems, probs...)
@@ -160,7 +167,8 @@ type runState int
 
 const (
 	_ runState = iota
-	skippedRun
+	cutRun     // the runner stopped the top-level benchmark part way
+	skippedRun // these two outrank cutRun: they say more
 	failedRun
 )
 
@@ -188,14 +196,18 @@ func compareSeries(units benchfmt.UnitMetadataMap, failed map[implKey]runState, 
 		if ty == nil {
 			have, miss = ImplUpstream, ImplTyped
 		}
-		why := ""
+		why, sev := "", Error
 		switch failed[implKey{s.Pkg, s.Workload, miss}] {
 		case failedRun:
 			why = " (it failed)"
 		case skippedRun:
 			why = " (it was skipped)"
+		case cutRun:
+			// Not a defect of the benchmark: the run was stopped before it
+			// came to this side, which the run's own warning explains.
+			why, sev = " (its run was stopped before it: time budget or interruption)", Warning
 		}
-		probs = append(probs, Problem{Severity: Error, Kind: KindMissingPair, Where: name,
+		probs = append(probs, Problem{Severity: sev, Kind: KindMissingPair, Where: name,
 			Text: fmt.Sprintf("%s: impl=%s has results but impl=%s has none%s", name, have, miss, why)})
 	}
 

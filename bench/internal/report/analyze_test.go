@@ -3,8 +3,10 @@ package report
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -281,5 +283,32 @@ func TestBetterOf(t *testing.T) {
 		if got := betterOf(tt.units, tt.unit); got != tt.want {
 			t.Errorf("betterOf(%s) = %d, want %d", tt.unit, got, tt.want)
 		}
+	}
+}
+
+// A pair that is missing a side because the runner stopped the run before
+// that side is a warning that says so; one whose run ended is still an error.
+func TestBuildCutRun(t *testing.T) {
+	d := readTestdata(t, "cut.txt")
+	want := map[CutRun]bool{
+		{"github.com/typedkube/informer/bench", "BenchmarkListerSelector"}: true,
+		{"github.com/typedkube/informer/other", "BenchmarkOnlyUpstream"}:   true,
+	}
+	if !maps.Equal(want, d.Cut) {
+		t.Errorf("Cut = %v, want %v", d.Cut, want)
+	}
+	r := buildAll(t, d, ".")
+	var got []string
+	for _, p := range r.Problems {
+		if p.Kind == KindMissingPair {
+			got = append(got, p.Severity.String()+": "+p.Text)
+		}
+	}
+	wantProbs := []string{
+		"error: BenchmarkOnlyUpstream: impl=upstream has results but impl=typed has none",
+		"warning: BenchmarkListerSelector/scope=all/api=slice: impl=upstream has results but impl=typed has none (its run was stopped before it: time budget or interruption)",
+	}
+	if !slices.Equal(wantProbs, got) {
+		t.Errorf("missing-pair problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantProbs, "\n"))
 	}
 }

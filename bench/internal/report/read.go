@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/perf/benchfmt"
@@ -28,9 +29,16 @@ type Data struct {
 	Units benchfmt.UnitMetadataMap
 	// ModTime is the latest modification time of the inputs.
 	ModTime time.Time
+	// Cut holds the top-level benchmarks (by package) whose run benchreport's
+	// runner stopped part way, for the time budget or an interruption: those
+	// of their sub-benchmarks that had not run yet have no results.
+	Cut map[CutRun]bool
 
 	byKey map[seriesKey]*Series
 }
+
+// A CutRun is a top-level benchmark of a package whose run was stopped.
+type CutRun struct{ Pkg, Benchmark string }
 
 type seriesKey struct {
 	pkg, workload string
@@ -109,6 +117,12 @@ func (d *Data) readFile(path string) error {
 func (d *Data) Read(data []byte, name string) {
 	fails, failLines := scanFailures(data, name)
 	d.Failures = append(d.Failures, fails...)
+	for _, c := range scanCut(data) {
+		if d.Cut == nil {
+			d.Cut = make(map[CutRun]bool)
+		}
+		d.Cut[c] = true
+	}
 
 	r := benchfmt.NewReader(bytes.NewReader(data), name)
 	results := 0
@@ -137,6 +151,28 @@ func (d *Data) Read(data []byte, name string) {
 		d.Problems = append(d.Problems, Problem{Severity: Warning, Kind: KindInput, Where: name,
 			Text: "no benchmark results in " + name})
 	}
+}
+
+// scanCut finds the runner's lines that say a run was stopped, each under the
+// "pkg:" line the runner wrote before starting that run.
+func scanCut(data []byte) []CutRun {
+	var cut []CutRun
+	pkg := ""
+	for line := range bytes.Lines(data) {
+		s := strings.TrimRight(string(line), "\r\n")
+		if p, ok := strings.CutPrefix(s, "pkg: "); ok {
+			pkg = strings.TrimSpace(p)
+			continue
+		}
+		rest, ok := strings.CutPrefix(s, cutPrefix)
+		if !ok {
+			continue
+		}
+		if name, _, ok := strings.Cut(rest, " stopped after "); ok && strings.HasPrefix(name, "Benchmark") {
+			cut = append(cut, CutRun{Pkg: pkg, Benchmark: name})
+		}
+	}
+	return cut
 }
 
 func (d *Data) addResult(res *benchfmt.Result) {

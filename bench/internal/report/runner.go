@@ -172,6 +172,12 @@ rounds:
 	return probs
 }
 
+// cutPrefix starts the line the runner writes to Raw after a run that the
+// time budget or an interruption ended: "# benchreport: BenchmarkX stopped
+// after 3s: ...". Read takes it back, so that the sub-benchmarks that run
+// never came to are reported as cut short, not as failed.
+const cutPrefix = "# benchreport: "
+
 func stopReason(ctx context.Context, budget time.Duration) string {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return "time budget of " + fmtBudget(budget) + " used up"
@@ -267,7 +273,7 @@ func (r *Runner) runOne(ctx context.Context, j *job) {
 	}
 	switch {
 	case ctx.Err() != nil:
-		fmt.Fprintf(raw, "# benchreport: %s stopped after %s: %s\n", j.name, took, stopReason(ctx, r.Budget))
+		fmt.Fprintf(raw, "%s%s stopped after %s: %s\n", cutPrefix, j.name, took, stopReason(ctx, r.Budget))
 		r.logf("    stopped after %s", took)
 		return
 	case err != nil:
