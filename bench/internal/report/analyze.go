@@ -166,9 +166,9 @@ type implKey struct{ pkg, workload, impl string }
 type runState int
 
 const (
-	_ runState = iota
-	cutRun     // the runner stopped the top-level benchmark part way
-	skippedRun // these two outrank cutRun: they say more
+	_          runState = iota
+	cutRun              // the runner stopped the top-level benchmark part way
+	skippedRun          // these two outrank cutRun: they say more
 	failedRun
 )
 
