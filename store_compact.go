@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sync/atomic"
 
@@ -37,9 +38,10 @@ type recordCodec[T any] interface {
 	// Labels returns the labels of a record's object, read from its
 	// bytes: what MetaLabelsFunc returns for the decoded object.
 	Labels(rec *wire.Record) (map[string]string, error)
-	// SharedBytes returns the length of the runs of bytes the records
-	// share, each counted once.
-	SharedBytes() int
+	// SharedBytesOf returns the length of the runs of bytes the records
+	// share, each counted once: those of its table, and those of the
+	// records it is given that its table has dropped.
+	SharedBytesOf(records iter.Seq[*wire.Record]) int
 	// DecodedBytes returns the heap bytes of the decoded objects the
 	// codec keeps, a bounded number.
 	DecodedBytes() int
@@ -124,13 +126,24 @@ func logDecodeFailure(key string, err error) {
 
 // Compact reports whether s keeps its objects as records, and how many
 // bytes those hold: each record's own (wire.Record.Bytes), and the runs
-// they share, once (wire.Compact.SharedBytes); not the objects its codec
-// caches decoded, nor what the Store spends on keys and indexes.
+// they share, once (wire.Compact.SharedBytesOf); not the objects its codec
+// caches decoded, nor what the Store spends on keys and indexes. Once the
+// codec's bounded table of shared runs has started over, this walks the
+// stored records' runs, holding the Store's read lock.
 func (s *Store[T]) Compact() (compact bool, bytes int64) {
 	if s.compact == nil {
 		return false, 0
 	}
-	return true, s.compact.bytes.Load() + int64(s.compact.codec.SharedBytes())
+	shared := s.compact.codec.SharedBytesOf(func(yield func(*wire.Record) bool) {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		for _, sl := range s.items {
+			if sl.rec != nil && !yield(sl.rec) {
+				return
+			}
+		}
+	})
+	return true, s.compact.bytes.Load() + int64(shared)
 }
 
 // account records that old, if not nil, left the store and rec, if not nil,

@@ -2,8 +2,11 @@ package informer
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -269,5 +272,89 @@ func TestFactoryStoreBytesKnowsSharing(t *testing.T) {
 	}
 	if st := pods.Stats(); st.StoreBytes <= entries {
 		t.Errorf("StoreBytes = %d, want more than the entries' %d: the decoder's shared tables", st.StoreBytes, entries)
+	}
+}
+
+// walkingCodec is a Compact whose SharedBytesOf notes the records it is
+// given, as a Compact whose table has started over walks them.
+type walkingCodec struct {
+	*wire.Compact[*corev1.Pod]
+	walked []*wire.Record
+}
+
+func (c *walkingCodec) SharedBytesOf(records iter.Seq[*wire.Record]) int {
+	c.walked = slices.Collect(records)
+	return c.Compact.SharedBytesOf(slices.Values(c.walked))
+}
+
+// A compact Store's Compact gives its codec exactly the records it holds,
+// once each, through adds, updates and deletes: the runs of those are
+// what it counts once the codec's table has dropped some.
+func TestStoreCompactWalksStoredRecords(t *testing.T) {
+	dec, err := wire.NewDecoder[*corev1.Pod, *corev1.Pod](wire.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec := &walkingCodec{Compact: wire.NewCompact(dec, 8)}
+	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	x.setCompact(codec, true, true)
+	pods := testobj.BenchPods(300, 10)
+	for _, p := range pods {
+		if err := x.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range pods {
+		switch i % 3 {
+		case 0:
+			if err := x.Delete(p); err != nil {
+				t.Fatal(err)
+			}
+		case 1:
+			q := p.DeepCopy()
+			q.ResourceVersion += "1"
+			q.Labels = map[string]string{"moved": "yes"}
+			if err := x.Update(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	checkWalked(t, x, codec, 200)
+	// A relist to the first 150, the updated ones as they are now.
+	var relist []*corev1.Pod
+	for _, key := range x.ListKeys() {
+		if p, ok := x.GetByKey(key); ok && len(relist) < 150 {
+			relist = append(relist, p)
+		}
+	}
+	if err := x.Replace(relist, "7"); err != nil {
+		t.Fatal(err)
+	}
+	checkWalked(t, x, codec, 150)
+}
+
+func checkWalked(t *testing.T, x *Indexer[*corev1.Pod], codec *walkingCodec, n int) {
+	t.Helper()
+	ok, bytes := x.Compact()
+	if !ok || bytes <= 0 {
+		t.Fatalf("Compact() = %v, %d", ok, bytes)
+	}
+	want := make(map[*wire.Record]bool)
+	for _, key := range x.ListKeys() {
+		rec := x.recordOf(key)
+		if rec == nil {
+			t.Fatalf("no record under %s", key)
+		}
+		want[rec] = true
+	}
+	got := make(map[*wire.Record]bool)
+	for _, r := range codec.walked {
+		if got[r] {
+			t.Errorf("record %p given twice", r)
+		}
+		got[r] = true
+	}
+	if len(want) != n || !maps.Equal(got, want) {
+		t.Errorf("Compact gave the codec %d records, want the %d stored (%d)", len(got), len(want), n)
 	}
 }

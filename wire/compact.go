@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -187,12 +188,48 @@ func (c *Compact[PP]) Forget(r *Record) { c.cache.forget(r) }
 // Cached returns how many records hold a decoded object.
 func (c *Compact[PP]) Cached() int { return c.cache.len() }
 
-// SharedBytes returns the length of the runs the records share, as far as
-// c knows them: each is counted once, however many records point at it.
+// SharedBytes returns the bytes of the runs in c's table of shared runs,
+// each counted once however many records point at it, as the allocator
+// rounds it. Once the table has started over (it is bounded), records made
+// before may point at runs it no longer holds: SharedBytesOf counts those
+// too.
 func (c *Compact[PP]) SharedBytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.runs.bytes
+}
+
+// SharedBytesOf returns the bytes of the runs that the records records
+// yields share and of those c's table holds, each counted once and as the
+// allocator rounds it: what the runs hold of the heap while those records
+// live. Until the table first starts over it holds every run a record
+// points at, and records is not called; after, the runs it dropped are
+// found by walking the records' refs, a map lookup for each.
+func (c *Compact[PP]) SharedBytesOf(records iter.Seq[*Record]) int {
+	c.mu.Lock()
+	n := c.runs.bytes
+	if c.runs.resets == 0 {
+		c.mu.Unlock()
+		return n
+	}
+	inTable := make(map[*byte]struct{}, len(c.runs.runs))
+	for _, s := range c.runs.runs {
+		inTable[unsafe.StringData(s)] = struct{}{}
+	}
+	c.mu.Unlock()
+	dropped := make(map[*byte]struct{})
+	for r := range records {
+		for _, rf := range r.refs {
+			if _, ok := inTable[rf.p]; ok {
+				continue
+			}
+			if _, ok := dropped[rf.p]; !ok {
+				dropped[rf.p] = struct{}{}
+				n += allocBytes(int(rf.n))
+			}
+		}
+	}
+	return n
 }
 
 // Labels returns the labels of r's object, without decoding the rest of it

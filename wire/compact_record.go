@@ -55,10 +55,12 @@ func (r *Record) Len() int { return int(r.size) }
 func (r *Record) JSON() bool { return r.json }
 
 // Bytes returns what the record holds on its own: its struct, the bytes it
-// does not share, and its refs to those it does. The shared runs are
-// counted by the Compact that made it (see Compact.SharedBytes), once for
-// all the records that point at them.
-func (r *Record) Bytes() int { return recordHeader + len(r.own) + refSize*len(r.refs) }
+// does not share, and its refs to those it does, as the allocator rounds
+// their blocks. The shared runs are counted by the Compact that made it
+// (see Compact.SharedBytesOf), once for all the records that point at them.
+func (r *Record) Bytes() int {
+	return recordHeader + allocBytes(len(r.own)) + allocBytes(refSize*len(r.refs))
+}
 
 // AppendTo appends the record's encoding to dst.
 func (r *Record) AppendTo(dst []byte) []byte {

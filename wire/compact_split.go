@@ -44,11 +44,18 @@ type sharedRuns struct {
 	// again is simply met once more.
 	seen  []uint64
 	runs  map[uint64]string // shared values, by hash
-	bytes int               // their total length
+	bytes int               // their total size, as the allocator rounds each
+	// resets counts the times the table started over: the runs it
+	// dropped then live on in the records that point at them.
+	resets int
+	// maxRuns and maxBytes bound the table: maxRuns and maxRunBytes but
+	// in tests.
+	maxRuns, maxBytes int
 }
 
 func newSharedRuns() sharedRuns {
-	return sharedRuns{seed: maphash.MakeSeed(), seen: make([]uint64, seenSlots), runs: make(map[uint64]string)}
+	return sharedRuns{seed: maphash.MakeSeed(), seen: make([]uint64, seenSlots), runs: make(map[uint64]string),
+		maxRuns: maxRuns, maxBytes: maxRunBytes}
 }
 
 // share returns the shared run equal to v and true if v is one, or is met
@@ -64,12 +71,13 @@ func (t *sharedRuns) share(v []byte) (string, bool) {
 		return "", false
 	}
 	*slot = 0
-	if len(t.runs) >= maxRuns || t.bytes+len(v) > maxRunBytes {
+	if len(t.runs) >= t.maxRuns || t.bytes+len(v) > t.maxBytes {
 		t.runs, t.bytes = make(map[uint64]string), 0
+		t.resets++
 	}
 	s := string(v)
 	t.runs[h] = s
-	t.bytes += len(s)
+	t.bytes += allocBytes(len(s))
 	return s, true
 }
 

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/typedkube/informer/internal/testobj"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -411,4 +413,96 @@ func BenchmarkCompactDecode(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// Once the table of shared runs has started over, the records made before
+// still point at the runs it dropped: SharedBytesOf counts them, each once,
+// with the runs the table holds, and the count matches the heap the
+// records hold.
+func TestCompactSharedBytesAfterReset(t *testing.T) {
+	_, c := newPodCompact(t)
+	c.runs.maxRuns = 64 // so that 600 realistic Pods make the table start over
+	pods := testobj.RealisticPods("shop", 600, 40)
+	encs := make([][]byte, len(pods))
+	for i, p := range pods {
+		encs[i] = marshalPod(t, p)
+	}
+	pods = nil
+	before := liveHeap()
+	recs := make([]*Record, len(encs))
+	for i, b := range encs {
+		r, err := c.Protobuf(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[i] = r
+	}
+	if c.runs.resets == 0 {
+		t.Fatal("the table never started over: the test checks nothing")
+	}
+	all := func(yield func(*Record) bool) {
+		for _, r := range recs {
+			if !yield(r) {
+				return
+			}
+		}
+	}
+
+	// Every distinct run, of the table and of the records.
+	distinct := make(map[*byte]int)
+	for _, s := range c.runs.runs {
+		distinct[unsafe.StringData(s)] = allocBytes(len(s))
+	}
+	for _, r := range recs {
+		for _, rf := range r.refs {
+			distinct[rf.p] = allocBytes(int(rf.n))
+		}
+	}
+	want := 0
+	for _, n := range distinct {
+		want += n
+	}
+	got := c.SharedBytesOf(all)
+	if got != want {
+		t.Errorf("SharedBytesOf = %d, want %d, the distinct runs' bytes", got, want)
+	}
+	if table := c.SharedBytes(); table >= want {
+		t.Errorf("SharedBytes = %d, want less than %d: the table dropped runs", table, want)
+	}
+
+	own := 0
+	for _, r := range recs {
+		own += r.Bytes()
+	}
+	told := own + got + allocBytes(8*len(recs))
+	held := liveHeap() - before
+	runtime.KeepAlive(recs)
+	runtime.KeepAlive(encs) // the records copy what they keep: encs is not part of held
+	ratio := float64(told) / float64(held)
+	t.Logf("%d resets; held %d B, told %d B (%.3f): own %d, shared %d (table %d)", c.runs.resets, held, told, ratio, own, got, c.SharedBytes())
+	if tol := heapTolerance(); ratio < 1-tol || ratio > 1+tol {
+		t.Errorf("records and runs told %d B, %.1f%% of the %d B held: want within %.0f%%", told, 100*ratio, held, 100*tol)
+	}
+}
+
+// Until the table starts over, SharedBytesOf is SharedBytes and does not
+// walk the records.
+func TestCompactSharedBytesNoWalk(t *testing.T) {
+	_, c := newPodCompact(t)
+	recs := podRecords(t, c, 200)
+	walked := false
+	got := c.SharedBytesOf(func(yield func(*Record) bool) {
+		walked = true
+		for _, r := range recs {
+			if !yield(r) {
+				return
+			}
+		}
+	})
+	if walked {
+		t.Error("SharedBytesOf walked the records before any reset")
+	}
+	if want := c.SharedBytes(); got != want || got == 0 {
+		t.Errorf("SharedBytesOf = %d, want SharedBytes %d (> 0)", got, want)
+	}
 }
