@@ -2,6 +2,7 @@ package wire
 
 import (
 	"hash/maphash"
+	"math"
 	"slices"
 	"unsafe"
 )
@@ -14,6 +15,17 @@ import (
 // object or a later one, it becomes a shared run that every record with
 // the same bytes points at. A value not shared is looked into, for shared
 // values inside it, down to maxSplitDepth levels.
+//
+// A value met again whose inside is already mostly shared runs (at least
+// promoteMax tenths of it) is made a run only once it has been met
+// promoteAfter times: its run is a second copy of those runs' bytes, and
+// saves each object that shares it only the few bytes around them, which
+// pays for the copy when many objects do. The case is common: the
+// managedFields entries of a ReplicaSet's Pods made in the same second are
+// equal (times are in seconds), and all of them hold the same FieldsV1,
+// which is shared already. Making each such entry a run at its second
+// meeting filled the table with copies of FieldsV1: 1.3 KB a Pod at 10,000
+// realistic Pods made 100 a second.
 //
 // The cut is a partition of the bytes, whatever they mean: putting the
 // runs back gives the encoding exactly. So a string that happens to read
@@ -33,6 +45,14 @@ const (
 	// point at.
 	maxRuns     = 1 << 14
 	maxRunBytes = 8 << 20
+	// promoteMax is the part of a value met again, in tenths, that the
+	// shared runs inside it may cover for it to be made a run at once;
+	// past it, it is made one at its promoteAfter-th meeting.
+	promoteMax   = 9
+	promoteAfter = 8
+	// maxAgain bounds the count of the values met again and not made
+	// runs.
+	maxAgain = 1 << 12
 )
 
 // sharedRuns finds the values objects have in common. Its owner guards
@@ -42,7 +62,11 @@ type sharedRuns struct {
 	// seen is direct-mapped: each slot holds the hash of a value met
 	// once, recently. A value whose slot another takes before it comes
 	// again is simply met once more.
-	seen  []uint64
+	seen []uint64
+	// again counts the meetings of the values met again that were not
+	// made runs for the runs inside them (see promoteMax), by hash; it is
+	// emptied when it holds maxAgain.
+	again map[uint64]uint8
 	runs  map[uint64]string // shared values, by hash
 	bytes int               // their total size, as the allocator rounds each
 	// resets counts the times the table started over: the runs it
@@ -54,23 +78,68 @@ type sharedRuns struct {
 }
 
 func newSharedRuns() sharedRuns {
-	return sharedRuns{seed: maphash.MakeSeed(), seen: make([]uint64, seenSlots), runs: make(map[uint64]string),
-		maxRuns: maxRuns, maxBytes: maxRunBytes}
+	return sharedRuns{seed: maphash.MakeSeed(), seen: make([]uint64, seenSlots), again: make(map[uint64]uint8),
+		runs: make(map[uint64]string), maxRuns: maxRuns, maxBytes: maxRunBytes}
 }
 
-// share returns the shared run equal to v and true if v is one, or is met
-// for the second time; otherwise it remembers v as met.
-func (t *sharedRuns) share(v []byte) (string, bool) {
-	h := maphash.Bytes(t.seed, v) | 1 // 0 marks an empty slot
+// meeting is what the table knows of a value.
+type meeting uint8
+
+const (
+	metFirst    meeting = iota // not seen recently: now remembered as met
+	metAgain                   // met before: promote may make it a run
+	isSharedRun                // a shared run
+)
+
+// share returns the shared run equal to v if v is one; otherwise it
+// remembers v as met, or says it was met before and how many times in all,
+// with the hash promote takes.
+func (t *sharedRuns) share(v []byte) (run string, h uint64, m meeting, met int) {
+	h = maphash.Bytes(t.seed, v) | 1 // 0 marks an empty slot
 	if s, ok := t.runs[h]; ok {
-		return s, s == string(v) // a different value with the same hash is not shared
+		if s == string(v) {
+			return s, h, isSharedRun, 0
+		}
+		return "", h, metFirst, 1 // a different value with the same hash is not shared
+	}
+	if n, ok := t.again[h]; ok {
+		if n < math.MaxUint8 {
+			n++
+			t.again[h] = n
+		}
+		return "", h, metAgain, int(n)
 	}
 	slot := &t.seen[h&(seenSlots-1)]
 	if *slot != h {
 		*slot = h
-		return "", false
+		return "", h, metFirst, 1
 	}
 	*slot = 0
+	return "", h, metAgain, 2
+}
+
+// notPromoted notes that the value of hash h, met for the met-th time, was
+// not made a run: its next meetings are counted from there.
+func (t *sharedRuns) notPromoted(h uint64, met int) {
+	if _, ok := t.again[h]; ok {
+		return
+	}
+	if len(t.again) >= maxAgain {
+		clear(t.again)
+	}
+	t.again[h] = uint8(min(met, math.MaxUint8))
+}
+
+// lookup returns the shared run equal to v, if there is one, and changes
+// nothing.
+func (t *sharedRuns) lookup(v []byte) (string, bool) {
+	s, ok := t.runs[maphash.Bytes(t.seed, v)|1]
+	return s, ok && s == string(v)
+}
+
+// promote makes v, of hash h, a shared run and returns it.
+func (t *sharedRuns) promote(h uint64, v []byte) string {
+	delete(t.again, h)
 	if len(t.runs) >= t.maxRuns || t.bytes+len(v) > t.maxBytes {
 		t.runs, t.bytes = make(map[uint64]string), 0
 		t.resets++
@@ -78,7 +147,7 @@ func (t *sharedRuns) share(v []byte) (string, bool) {
 	s := string(v)
 	t.runs[h] = s
 	t.bytes += allocBytes(len(s))
-	return s, true
+	return s
 }
 
 // splitter cuts one encoding, src, into a record's own bytes and refs.
@@ -87,20 +156,21 @@ func (t *sharedRuns) share(v []byte) (string, bool) {
 type splitter struct {
 	runs *sharedRuns
 	src  []byte
+	json bool
 	own  []byte
 	refs []ref
 	from int // src[from:] is not in own yet
+	// dry is set while covered measures the runs inside a value: cut
+	// then only adds the runs it finds to covered.
+	dry     bool
+	covered int
 }
 
 // record returns the record of src, an encoding in JSON or protobuf. It
 // copies what it keeps: src may be reused.
 func (s *splitter) record(src []byte, json bool) *Record {
-	s.src, s.own, s.refs, s.from = src, s.own[:0], s.refs[:0], 0
-	if json {
-		s.jsonValue(0, 0)
-	} else {
-		s.message(0, len(src), 0)
-	}
+	s.src, s.json, s.own, s.refs, s.from = src, json, s.own[:0], s.refs[:0], 0
+	s.value(0, len(src), 0)
 	s.own = append(s.own, src[s.from:]...)
 	r := &Record{own: string(s.own), size: uint32(len(src)), json: json}
 	if len(s.refs) > 0 {
@@ -111,17 +181,53 @@ func (s *splitter) record(src []byte, json bool) *Record {
 	return r
 }
 
-// cut shares src[start:end] if it is a shared run, and reports whether it
-// did.
-func (s *splitter) cut(start, end int) bool {
-	run, ok := s.runs.share(s.src[start:end])
-	if !ok {
+// value cuts the value src[start:end] at depth, read as a message or, in
+// JSON, as an object or array.
+func (s *splitter) value(start, end, depth int) {
+	if s.json {
+		s.jsonValue(start, depth)
+	} else {
+		s.message(start, end, depth)
+	}
+}
+
+// cut shares src[start:end], a value at depth, if it is a shared run or
+// becomes one, and reports whether it did.
+func (s *splitter) cut(start, end, depth int) bool {
+	v := s.src[start:end]
+	if s.dry {
+		if _, ok := s.runs.lookup(v); ok {
+			s.covered += len(v)
+			return true
+		}
 		return false
+	}
+	run, h, m, met := s.runs.share(v)
+	switch m {
+	case metFirst:
+		return false
+	case metAgain:
+		if met < promoteAfter && depth < maxSplitDepth && s.coveredInside(start, end, depth)*10 >= len(v)*promoteMax {
+			s.runs.notPromoted(h, met)
+			return false
+		}
+		run = s.runs.promote(h, v)
 	}
 	s.own = append(s.own, s.src[s.from:start]...)
 	s.refs = append(s.refs, ref{at: uint32(len(s.own)), n: uint32(len(run)), p: unsafe.StringData(run)})
 	s.from = end
 	return true
+}
+
+// coveredInside returns how many bytes of the value src[start:end], at
+// depth, lie in shared runs already, as the split would find them looking
+// into it. It changes nothing.
+func (s *splitter) coveredInside(start, end, depth int) int {
+	s.dry, s.covered = true, 0
+	s.value(start, end, depth+1)
+	n := s.covered
+	s.dry, s.covered = false, 0
+	return n
 }
 
 // message cuts the fields of the protobuf message src[start:end], read as
@@ -143,7 +249,7 @@ func (s *splitter) message(start, end, depth int) {
 		if err != nil {
 			return
 		}
-		if ve-vs >= minRun && !s.cut(vs, ve) && depth < maxSplitDepth {
+		if ve-vs >= minRun && !s.cut(vs, ve, depth) && depth < maxSplitDepth {
 			s.message(vs, ve, depth+1)
 		}
 		i = ve
@@ -180,7 +286,7 @@ func (s *splitter) jsonValue(i, depth int) int {
 		if end < 0 {
 			return -1
 		}
-		if end-i >= minRun && !s.cut(i, end) && depth < maxSplitDepth {
+		if end-i >= minRun && !s.cut(i, end, depth) && depth < maxSplitDepth {
 			s.jsonValue(i, depth+1)
 		}
 		if i = jsonSpace(s.src, end); i >= len(s.src) {
