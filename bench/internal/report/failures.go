@@ -35,8 +35,10 @@ const maxDetail = 10
 // scanFailures finds failures in the raw text of go test output. It also
 // returns the numbers of the lines it recognised, so that benchfmt syntax
 // errors on those lines (a benchmark name followed by "--- FAIL" or "panic:"
-// instead of numbers) are not reported a second time.
-func scanFailures(data []byte, file string) (fails []Failure, failLines map[int]bool) {
+// instead of numbers) are not reported a second time, and the runs that
+// benchreport's runner says it stopped (see cutPrefix), each with the
+// package of the "pkg:" line the runner wrote before starting it.
+func scanFailures(data []byte, file string) (fails []Failure, failLines map[int]bool, cut []CutRun) {
 	failLines = make(map[int]bool)
 	var (
 		pkg     string
@@ -68,6 +70,12 @@ func scanFailures(data []byte, file string) (fails []Failure, failLines map[int]
 		switch {
 		case strings.HasPrefix(line, "pkg: "):
 			pkg = strings.TrimSpace(line[len("pkg: "):])
+			open, pending = nil, nil
+		case strings.HasPrefix(line, cutPrefix):
+			name, _, ok := strings.Cut(line[len(cutPrefix):], " stopped after ")
+			if ok && strings.HasPrefix(name, "Benchmark") {
+				cut = append(cut, CutRun{Pkg: pkg, Benchmark: name})
+			}
 			open, pending = nil, nil
 		case strings.HasPrefix(rest, "--- FAIL: "), strings.HasPrefix(rest, "--- SKIP: "):
 			skipped := strings.HasPrefix(rest, "--- SKIP: ")
@@ -110,7 +118,7 @@ func scanFailures(data []byte, file string) (fails []Failure, failLines map[int]
 		}
 		out = append(out, f)
 	}
-	return out, failLines
+	return out, failLines, cut
 }
 
 // splitFailLine splits what follows "--- FAIL: " into the benchmark name and

@@ -45,7 +45,7 @@ func TestScanFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, lines := scanFailures(data, tt.file)
+			got, lines, _ := scanFailures(data, tt.file)
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %d failures, want %d: %+v", len(got), len(tt.want), got)
 			}
@@ -72,7 +72,7 @@ func TestScanFailuresPackageOnly(t *testing.T) {
 	// A package that fails without naming a benchmark (e.g. TestMain exits
 	// non-zero) is reported as such.
 	data := []byte("goos: linux\npkg: example.com/p\nsetup: cannot start etcd\nFAIL\texample.com/p\t0.012s\n")
-	got, _ := scanFailures(data, "x.txt")
+	got, _, _ := scanFailures(data, "x.txt")
 	if len(got) != 1 || got[0].Benchmark != "" || got[0].Message != "FAIL example.com/p 0.012s" || got[0].Pkg != "example.com/p" {
 		t.Fatalf("got %+v", got)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"golang.org/x/perf/benchfmt"
@@ -115,9 +114,9 @@ func (d *Data) readFile(path string) error {
 
 // Read adds the go test -bench output in data; name is used in messages.
 func (d *Data) Read(data []byte, name string) {
-	fails, failLines := scanFailures(data, name)
+	fails, failLines, cut := scanFailures(data, name)
 	d.Failures = append(d.Failures, fails...)
-	for _, c := range scanCut(data) {
+	for _, c := range cut {
 		if d.Cut == nil {
 			d.Cut = make(map[CutRun]bool)
 		}
@@ -151,28 +150,6 @@ func (d *Data) Read(data []byte, name string) {
 		d.Problems = append(d.Problems, Problem{Severity: Warning, Kind: KindInput, Where: name,
 			Text: "no benchmark results in " + name})
 	}
-}
-
-// scanCut finds the runner's lines that say a run was stopped, each under the
-// "pkg:" line the runner wrote before starting that run.
-func scanCut(data []byte) []CutRun {
-	var cut []CutRun
-	pkg := ""
-	for line := range bytes.Lines(data) {
-		s := strings.TrimRight(string(line), "\r\n")
-		if p, ok := strings.CutPrefix(s, "pkg: "); ok {
-			pkg = strings.TrimSpace(p)
-			continue
-		}
-		rest, ok := strings.CutPrefix(s, cutPrefix)
-		if !ok {
-			continue
-		}
-		if name, _, ok := strings.Cut(rest, " stopped after "); ok && strings.HasPrefix(name, "Benchmark") {
-			cut = append(cut, CutRun{Pkg: pkg, Benchmark: name})
-		}
-	}
-	return cut
 }
 
 func (d *Data) addResult(res *benchfmt.Result) {

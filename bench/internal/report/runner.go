@@ -263,7 +263,7 @@ func (r *Runner) runOne(ctx context.Context, j *job) {
 	err := cmd.Run()
 	took := r.since(t)
 
-	fails, _ := scanFailures(buf.Bytes(), "")
+	fails, _, _ := scanFailures(buf.Bytes(), "")
 	results := 0
 	br := benchfmt.NewReader(bytes.NewReader(buf.Bytes()), "")
 	for br.Scan() {
