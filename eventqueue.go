@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"context"
 	"sync/atomic"
 
 	"github.com/typedkube/informer/internal/deque"
@@ -79,6 +80,13 @@ type eventQueue[T any] struct {
 	// by the consumer, as before direct applying, instead of one event at
 	// a time in the producer's goroutine, each waking every handler.
 	burst atomic.Bool
+
+	// queued counts the events ever queued or applied directly, applied
+	// those of them applied; appliedWake is closed (and cleared) when
+	// applied grows or the queue closes, nil when no one waits (see
+	// waitApplied).
+	queued, applied uint64
+	appliedWake     chan struct{}
 }
 
 // noteBurst records whether the producer has more events waiting; see
@@ -121,10 +129,12 @@ func (q *eventQueue[T]) change(kind eventKind, obj T, replayed bool) error {
 	q.touchLocked()
 	if q.direct != nil && q.idle && q.synced && !q.burst.Load() && !q.inline && !q.closed && q.events.Len() == 0 {
 		q.inline = true
+		q.queued++
 		q.mu.Unlock()
 		q.direct(event[T]{kind: kind, replayed: replayed, key: key, obj: obj})
 		q.mu.Lock()
 		q.inline = false
+		q.appliedLocked(1)
 		if q.events.Len() > 0 || q.closed {
 			q.cond.Signal()
 		}
@@ -199,6 +209,7 @@ func (q *eventQueue[T]) Bookmark(resourceVersion string) {
 
 func (q *eventQueue[T]) pushLocked(e event[T]) {
 	q.events.PushBack(e)
+	q.queued++
 	q.cond.Signal() // one consumer
 }
 
@@ -237,5 +248,57 @@ func (q *eventQueue[T]) processed(n int) bool {
 	defer q.mu.Unlock()
 	q.initial -= min(n, q.initial)
 	q.checkLocked()
+	q.appliedLocked(n)
 	return q.synced
+}
+
+// appliedLocked records that n more events were applied.
+func (q *eventQueue[T]) appliedLocked(n int) {
+	q.applied += uint64(n)
+	if q.appliedWake != nil {
+		close(q.appliedWake)
+		q.appliedWake = nil
+	}
+}
+
+// Close makes pop report the end once the queue is empty, and ends the
+// waits of waitApplied.
+func (q *eventQueue[T]) Close() {
+	q.syncState.Close()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.appliedWake != nil {
+		close(q.appliedWake)
+		q.appliedWake = nil
+	}
+}
+
+// waitApplied returns once every event queued before the call has been
+// applied to the cache, ErrClosed if the queue closes first, or the
+// context's error. Unlike a wait for a resource version, it also covers
+// events that do not move the version: a relist that answers the version
+// the cache has already applied, as one does when nothing was written
+// since the last list.
+func (q *eventQueue[T]) waitApplied(ctx context.Context) error {
+	q.mu.Lock()
+	target := q.queued
+	for q.applied < target {
+		if q.closed {
+			q.mu.Unlock()
+			return ErrClosed
+		}
+		if q.appliedWake == nil {
+			q.appliedWake = make(chan struct{})
+		}
+		wake := q.appliedWake
+		q.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		q.mu.Lock()
+	}
+	q.mu.Unlock()
+	return nil
 }

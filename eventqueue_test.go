@@ -1,6 +1,9 @@
 package informer
 
 import (
+	"context"
+	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -152,5 +155,86 @@ func TestEventQueueBurstIsQueued(t *testing.T) {
 	}
 	if !slices.Equal(direct, []string{"ns/b"}) || q.Len() != 0 {
 		t.Fatalf("the last change of a burst: applied at once %q, %d queued; want ns/b applied at once", direct, q.Len())
+	}
+}
+
+// TestEventQueueWaitApplied: waitApplied waits for the events queued
+// before it, a relist included, whatever their resource versions, and not
+// for those queued after it; a direct apply counts once it has returned;
+// closing the queue ends a wait.
+func TestEventQueueWaitApplied(t *testing.T) {
+	q := newEventQueue(MetaNamespaceKeyFunc[*corev1.Pod], nil)
+	pending := func(ctx context.Context) error {
+		t.Helper()
+		ctx, cancel := context.WithCancel(ctx)
+		cancel() // a wait that cannot return nil at once reports the context's error
+		return q.waitApplied(ctx)
+	}
+	if err := pending(t.Context()); err != nil {
+		t.Fatalf("an empty queue: %v", err)
+	}
+	if err := q.Replace([]*corev1.Pod{testobj.Pod("ns", "a", "5")}, "5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Replace([]*corev1.Pod{testobj.Pod("ns", "b", "5")}, "5"); err != nil { // the same version again
+		t.Fatal(err)
+	}
+	var batch []event[*corev1.Pod]
+	batch, _, _ = q.pop(batch[:0], 1)
+	q.processed(len(batch))
+	if err := pending(t.Context()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a relist queued: got %v, want the context's error", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- q.waitApplied(t.Context()) }()
+	for waiting := false; !waiting; { // the waiter has taken its target once it waits for a wake
+		q.mu.Lock()
+		waiting = q.appliedWake != nil
+		q.mu.Unlock()
+		runtime.Gosched()
+	}
+	if err := q.Add(testobj.Pod("ns", "c", "6")); err != nil { // queued after the wait began: not waited for
+		t.Fatal(err)
+	}
+	batch, _, _ = q.pop(batch[:0], 1) // the second relist only
+	q.processed(len(batch))
+	if err := <-waited; err != nil {
+		t.Fatalf("once the relist was applied: %v", err)
+	}
+	if err := pending(t.Context()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("an add queued: got %v, want the context's error", err)
+	}
+	batch, _, _ = q.pop(batch[:0], 16)
+	q.processed(len(batch))
+	if err := pending(t.Context()); err != nil {
+		t.Fatalf("everything applied: %v", err)
+	}
+
+	// A direct apply: counted once applied.
+	q.setDirect(func(event[*corev1.Pod]) {
+		if err := pending(t.Context()); !errors.Is(err, context.Canceled) {
+			t.Errorf("during a direct apply: got %v, want the context's error", err)
+		}
+	})
+	q.mu.Lock()
+	q.idle = true // as the consumer sets while it waits on an empty queue
+	q.mu.Unlock()
+	if err := q.Add(testobj.Pod("ns", "d", "7")); err != nil {
+		t.Fatal(err)
+	}
+	if err := pending(t.Context()); err != nil {
+		t.Fatalf("after a direct apply: %v", err)
+	}
+	q.mu.Lock()
+	q.idle = false
+	q.mu.Unlock()
+
+	if err := q.Add(testobj.Pod("ns", "e", "8")); err != nil {
+		t.Fatal(err)
+	}
+	go func() { waited <- q.waitApplied(t.Context()) }()
+	q.Close()
+	if err := <-waited; !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed: got %v, want ErrClosed", err)
 	}
 }

@@ -166,6 +166,9 @@ type SharedIndexInformer[T Object] struct {
 
 	counters counters   // for Stats
 	queueLen func() int // the length of the running queue; guarded by mu, nil before Run
+	// queueApplied is the running in-order queue's waitApplied; guarded by
+	// mu, nil before Run and in QueueDeltaFIFO mode.
+	queueApplied func(ctx context.Context) error
 }
 
 // NewSharedIndexInformer returns an informer for the objects lw lists and
@@ -496,6 +499,7 @@ func (s *SharedIndexInformer[T]) run(ctx context.Context) error {
 		q := newEventQueue(MetaNamespaceKeyFunc[T], s.transform)
 		store, process, closeQueue = q, func(ctx context.Context) { s.processEvents(ctx, q) }, q.Close
 		s.queueLen = q.Len
+		s.queueApplied = q.waitApplied
 		evq = q
 	}
 	r, err := NewReflector(ListerWatcher[T](countingListWatch[T]{s.lw, &s.counters}), store, ropts)

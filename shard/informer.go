@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/internal/seam"
 )
 
 // Releaser is implemented by a handler that wants to hear when an object
@@ -298,11 +299,18 @@ func (i *Informer[T]) listed(gen uint64, rv string) {
 
 // outside returns the cached objects outside want once the cache has
 // applied every change up to rv (the Reflector has passed on, and so the
-// source knows of, no later one).
+// source knows of, no later one) and everything the Reflector queued.
 func (i *Informer[T]) outside(ctx context.Context, rv string, want Buckets) ([]T, error) {
 	ctx, cancel := context.WithTimeout(ctx, appliedWait)
 	defer cancel()
 	if err := i.inf.WaitForResourceVersion(ctx, rv); err != nil {
+		return nil, err
+	}
+	// The version may have been applied before what the Reflector queued
+	// last: a relist that answered the same version (nothing was written
+	// between the two lists) but holds other buckets, or the events of a
+	// move at that version.
+	if err := seam.WaitQueued(ctx, i.inf); err != nil {
 		return nil, err
 	}
 	var out []T

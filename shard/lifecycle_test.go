@@ -262,6 +262,15 @@ func (p *pager) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 	return p.src.Watch(ctx, opts)
 }
 
+// span returns buckets from to to (not included) of 64.
+func span(from, to int) Buckets {
+	b := newBuckets(64)
+	for i := from; i < to; i++ {
+		b = b.with(i)
+	}
+	return b
+}
+
 // TestMoveDuringPagedList: a move between two pages of one LIST: a gain,
 // a loss, or both. Every page of it is filtered with the buckets it
 // started with, and it is complete for their generation only, so the
@@ -270,13 +279,6 @@ func (p *pager) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 // generation: the gained buckets' objects of the first page never reached
 // the cache.)
 func TestMoveDuringPagedList(t *testing.T) {
-	span := func(from, to int) Buckets {
-		b := newBuckets(64)
-		for i := from; i < to; i++ {
-			b = b.with(i)
-		}
-		return b
-	}
 	for name, c := range map[string]struct{ from, to Buckets }{
 		"gain":          {from: span(0, 32), to: span(0, 64)},
 		"loss":          {from: span(0, 32), to: span(0, 16)},
@@ -324,5 +326,78 @@ func TestMoveDuringPagedList(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestMoveAfterRelistAtSameVersion: a move that starts right after a
+// relist whose resource version the cache had already applied (nothing was
+// written between the two lists, so the server answers the same version)
+// reads the cache once the relist is in it. Waiting for the version alone
+// returned at once, while the relist was still queued: the move read the
+// contents from before it, deleted none of the lost buckets' objects, and
+// the cache kept them for good. The e2e TestShardedStall failed so on a
+// busy machine, with two replicas joining while a third started.
+func TestMoveAfterRelistAtSameVersion(t *testing.T) {
+	listed, kept := span(0, 32), span(0, 16)
+	src := informertest.NewSource(configMaps(200)...)
+	m, err := NewMember(Options{Leases: fake.NewClientset().CoordinationV1(), Namespace: "leases", Group: "cms", Identity: "a", LeaseDuration: 2 * time.Second, Buckets: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index function holds up the cache's processing of the relist
+	// until the move has begun, so that the relist is still queued when
+	// the move looks at the cache.
+	var hold atomic.Bool
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	slow := func(*corev1.ConfigMap) ([]string, error) {
+		if hold.Load() {
+			<-release
+		}
+		return nil, nil
+	}
+	p := &pager{src: src}
+	inf, err := NewInformer[*corev1.ConfigMap](m, p, informer.SharedIndexInformerOptions[*corev1.ConfigMap]{
+		Indexers: informer.Indexers[*corev1.ConfigMap]{"slow": slow},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := inf.src.outside
+	inf.src.outside = func(ctx context.Context, rv string, want Buckets) ([]*corev1.ConfigMap, error) {
+		// The cache may go on once the move has begun; the move must wait
+		// for it. (Without the wait, the move reads the cache well before
+		// this releases it.)
+		releaseOnce.Do(func() { time.AfterFunc(200*time.Millisecond, func() { close(release) }) })
+		return outside(ctx, rv, want)
+	}
+	defer releaseOnce.Do(func() { close(release) })
+	inf.setActive(newBuckets(64)) // nothing yet: the first list is empty, at the version the relist will answer
+	m.readyOnce.Do(func() { close(m.ready) })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the empty list's watch", func() bool {
+		inf.src.mu.Lock()
+		defer inf.src.mu.Unlock()
+		return inf.HasSynced() && len(inf.src.watches) == 1
+	})
+	hold.Store(true)
+	p.beforeFirstPage = func() { // during the relist, half of what it lists is given up
+		inf.deactivate(listed.Minus(kept), kept, true)
+	}
+	inf.activate(listed, listed) // nothing kept: the Reflector relists
+	want := 0
+	for _, o := range src.Objects() {
+		if kept.HasHash(Hash(field(o, KeyUID))) {
+			want++
+		}
+	}
+	waitFor(t, fmt.Sprintf("the cache to hold the %d objects of the buckets kept", want), func() bool {
+		return inf.Informer().GetIndexer().Len() == want && inf.pending().Empty()
+	})
+	if got := src.Lists(); got != 2 {
+		t.Errorf("%d lists, want 2 (the relist, then a move)", got)
 	}
 }

@@ -75,7 +75,7 @@ type source[T informer.Object] struct {
 	why    func() string               // why the member has not joined
 	onList func(gen uint64, rv string) // generation gen's buckets were listed at rv
 	// outside returns the cached objects outside want, once the cache has
-	// applied every change up to rv.
+	// applied every change up to rv and everything queued before the call.
 	outside func(ctx context.Context, rv string, want Buckets) ([]T, error)
 	// settled is called when buckets given up have left the store (see
 	// pending).

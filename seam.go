@@ -1,0 +1,39 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/typedkube/informer/internal/seam"
+)
+
+func init() {
+	seam.WaitQueued = func(ctx context.Context, inf any) error {
+		q, ok := inf.(queueWaiter)
+		if !ok {
+			return fmt.Errorf("informer: wait for the queue of %T, which is not a *SharedIndexInformer", inf)
+		}
+		return q.waitQueued(ctx)
+	}
+}
+
+// queueWaiter is what every *SharedIndexInformer[T] implements for
+// seam.WaitQueued.
+type queueWaiter interface {
+	waitQueued(ctx context.Context) error
+}
+
+// waitQueued returns once the cache has applied every event queued before
+// the call (see seam.WaitQueued). Before Run nothing is queued.
+func (s *SharedIndexInformer[T]) waitQueued(ctx context.Context) error {
+	s.mu.Lock()
+	wait, started := s.queueApplied, s.started
+	s.mu.Unlock()
+	switch {
+	case s.opts.Queue == QueueDeltaFIFO:
+		return fmt.Errorf("informer %s: wait for its queue: %w (QueueDeltaFIFO)", s.opts.Name, ErrNotInOrder)
+	case !started || wait == nil:
+		return nil
+	}
+	return wait(ctx)
+}
