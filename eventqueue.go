@@ -255,6 +255,11 @@ func (q *eventQueue[T]) processed(n int) bool {
 // appliedLocked records that n more events were applied.
 func (q *eventQueue[T]) appliedLocked(n int) {
 	q.applied += uint64(n)
+	q.wakeAppliedLocked()
+}
+
+// wakeAppliedLocked wakes the waits of waitApplied, to look again.
+func (q *eventQueue[T]) wakeAppliedLocked() {
 	if q.appliedWake != nil {
 		close(q.appliedWake)
 		q.appliedWake = nil
@@ -267,10 +272,7 @@ func (q *eventQueue[T]) Close() {
 	q.syncState.Close()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.appliedWake != nil {
-		close(q.appliedWake)
-		q.appliedWake = nil
-	}
+	q.wakeAppliedLocked()
 }
 
 // waitApplied returns once every event queued before the call has been

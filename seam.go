@@ -26,13 +26,13 @@ type queueWaiter interface {
 // waitQueued returns once the cache has applied every event queued before
 // the call (see seam.WaitQueued). Before Run nothing is queued.
 func (s *SharedIndexInformer[T]) waitQueued(ctx context.Context) error {
-	s.mu.Lock()
-	wait, started := s.queueApplied, s.started
-	s.mu.Unlock()
-	switch {
-	case s.opts.Queue == QueueDeltaFIFO:
+	if s.opts.Queue == QueueDeltaFIFO {
 		return fmt.Errorf("informer %s: wait for its queue: %w (QueueDeltaFIFO)", s.opts.Name, ErrNotInOrder)
-	case !started || wait == nil:
+	}
+	s.mu.Lock()
+	wait := s.queueApplied // nil before Run
+	s.mu.Unlock()
+	if wait == nil {
 		return nil
 	}
 	return wait(ctx)
