@@ -271,6 +271,17 @@ func span(from, to int) Buckets {
 	return b
 }
 
+// countIn returns how many of src's objects are in b, placed by UID.
+func countIn(src *informertest.Source[*corev1.ConfigMap], b Buckets) int {
+	n := 0
+	for _, o := range src.Objects() {
+		if b.HasHash(Hash(field(o, KeyUID))) {
+			n++
+		}
+	}
+	return n
+}
+
 // TestMoveDuringPagedList: a move between two pages of one LIST: a gain,
 // a loss, or both. Every page of it is filtered with the buckets it
 // started with, and it is complete for their generation only, so the
@@ -311,12 +322,7 @@ func TestMoveDuringPagedList(t *testing.T) {
 			done := make(chan struct{})
 			go func() { defer close(done); _ = inf.Run(ctx) }()
 			defer func() { cancel(); <-done }()
-			want := 0
-			for _, o := range src.Objects() {
-				if c.to.HasHash(Hash(field(o, KeyUID))) {
-					want++
-				}
-			}
+			want := countIn(src, c.to)
 			deadline := time.Now().Add(10 * time.Second)
 			for inf.Informer().GetIndexer().Len() != want || !inf.pending().Empty() {
 				if time.Now().After(deadline) {
@@ -388,16 +394,11 @@ func TestMoveAfterRelistAtSameVersion(t *testing.T) {
 		inf.deactivate(listed.Minus(kept), kept, true)
 	}
 	inf.activate(listed, listed) // nothing kept: the Reflector relists
-	want := 0
-	for _, o := range src.Objects() {
-		if kept.HasHash(Hash(field(o, KeyUID))) {
-			want++
-		}
-	}
+	want := countIn(src, kept)
 	waitFor(t, fmt.Sprintf("the cache to hold the %d objects of the buckets kept", want), func() bool {
 		return inf.Informer().GetIndexer().Len() == want && inf.pending().Empty()
 	})
 	if got := src.Lists(); got != 2 {
-		t.Errorf("%d lists, want 2 (the relist, then a move)", got)
+		t.Errorf("%d lists, want 2 (the empty list and the relist; the move after it lists nothing)", got)
 	}
 }

@@ -350,7 +350,13 @@ func lenientValue(v []byte, o *op) bool {
 			if err != nil {
 				return true // a tag running past the entry
 			}
-			field := map[int32]*op{1: o.key, 2: o.elem}[num]
+			var field *op // the key's or the value's, nil for any other field
+			switch num {
+			case 1:
+				field = o.key
+			case 2:
+				field = o.elem
+			}
 			if field != nil && typ != wireOf(field) {
 				return true
 			}

@@ -24,16 +24,24 @@ type event struct {
 	err error
 }
 
-// clientGoEvents decodes body as client-go's watch of pods decodes a
-// response of mediaType, up to and including its first error.
-func clientGoEvents(t *testing.T, mediaType string, body []byte) []event {
+// clientGoStream returns the decoders client-go's watch of pods reads a
+// response of mediaType with: of the objects, and of the body's frames.
+func clientGoStream(t *testing.T, mediaType string, body []byte) (objects runtime.Decoder, frames streaming.Decoder) {
 	t.Helper()
 	neg := runtime.NewClientNegotiator(scheme.Codecs.WithoutConversion(), corev1.SchemeGroupVersion)
 	objects, stream, framer, err := neg.StreamDecoder(mediaType, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return drain(restwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(bytes.NewReader(body))), stream), objects).Decode)
+	return objects, streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(bytes.NewReader(body))), stream)
+}
+
+// clientGoEvents decodes body as client-go's watch of pods decodes a
+// response of mediaType, up to and including its first error.
+func clientGoEvents(t *testing.T, mediaType string, body []byte) []event {
+	t.Helper()
+	objects, frames := clientGoStream(t, mediaType, body)
+	return drain(restwatch.NewDecoder(frames, objects).Decode)
 }
 
 // rawPod returns the protobuf of the object of the protobuf watch
@@ -41,12 +49,7 @@ func clientGoEvents(t *testing.T, mediaType string, body []byte) []event {
 // envelopes, or nil.
 func rawPod(t *testing.T, body []byte, i int) []byte {
 	t.Helper()
-	neg := runtime.NewClientNegotiator(scheme.Codecs.WithoutConversion(), corev1.SchemeGroupVersion)
-	_, stream, framer, err := neg.StreamDecoder("application/vnd.kubernetes.protobuf", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	frames := streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(bytes.NewReader(body))), stream)
+	_, frames := clientGoStream(t, "application/vnd.kubernetes.protobuf", body)
 	for j := 0; ; j++ {
 		var ev metav1.WatchEvent
 		if _, _, err := frames.Decode(nil, &ev); err != nil {
