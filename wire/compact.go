@@ -156,6 +156,7 @@ func (c *Compact[PP]) protobuf(r *Record) (PP, error) {
 		a = new(aliases)
 	}
 	a.buf, a.segs = r.appendSegments(a.buf, a.segs)
+	a.at = 0
 	obj, err := c.dec.record(a.buf, a)
 	clear(a.segs) // they point into r
 	a.buf, a.segs = a.buf[:0], a.segs[:0]

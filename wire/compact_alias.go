@@ -37,6 +37,10 @@ type segment struct {
 type aliases struct {
 	buf  []byte    // the buffer
 	segs []segment // buf's segments, in order, from offset 0
+	// at is the segment of the last string found, where str looks first:
+	// a decoding reads the buffer from start to end, so the next string
+	// is mostly in that segment or one of the few after it.
+	at int
 }
 
 // str returns the string of v, a subslice of a.buf, made over the record's
@@ -54,7 +58,15 @@ func (a *aliases) str(v []byte) (string, bool) {
 		return "", false
 	}
 	off := int(p - base)
-	i := sort.Search(len(a.segs), func(i int) bool { return a.segs[i].end > off })
+	i := a.at
+	if i > len(a.segs) || i > 0 && off < a.segs[i-1].end {
+		i = sort.Search(len(a.segs), func(i int) bool { return a.segs[i].end > off })
+	} else {
+		for i < len(a.segs) && a.segs[i].end <= off {
+			i++
+		}
+	}
+	a.at = i
 	if i == len(a.segs) || off+len(v) > a.segs[i].end {
 		return "", false
 	}

@@ -65,7 +65,15 @@ func (s *state) message(b []byte, base unsafe.Pointer, x *plan) error {
 			}
 			continue
 		}
-		if i, err = s.field(b, next, typ, at(base, o.off), o); err != nil {
+		switch o.kind { // field's, without the call: most fields are scalars
+		case opScalar:
+			i, err = s.scalar(b, next, typ, at(base, o.off), o)
+		case opRepeated:
+			i, err = s.repeated(b, next, typ, at(base, o.off), o)
+		default:
+			i, err = s.value(b, next, typ, at(base, o.off), o)
+		}
+		if err != nil {
 			return fieldError(o, err)
 		}
 	}
@@ -176,7 +184,7 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 
 // scalar decodes a string, bytes, bool, integer or float into ptr.
 func (s *state) scalar(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, error) {
-	if typ != wireOf(o) {
+	if typ != o.wire {
 		return 0, wrongWire(o, typ)
 	}
 	switch o.sk {
@@ -309,35 +317,40 @@ func grow(ptr unsafe.Pointer, o *op, want int) unsafe.Pointer {
 	return e
 }
 
-// count returns how many times field num occurs in the message b from the
-// field whose value starts at b[i:] (of wire type typ, and counted) to the
-// end, so that a repeated field's slice is allocated once, at its size.
+// count returns how many times field num occurs in a row in the message b
+// from the field whose value starts at b[i:] (of wire type typ, and
+// counted), so that a repeated field's slice is allocated once, at its
+// size. The generated encoders write a repeated field's elements one after
+// another, so the run is the whole field; an element that comes after
+// another field grows the slice again (see grow), and a run that ends in
+// bytes that do not read as a field ends the count there, for the decoding
+// to report.
 func count(b []byte, i, typ int, num int32) int {
 	n := 1
-	i, err := skip(b, i, typ)
-	for err == nil && i < len(b) {
-		var f int32
-		if f, typ, i, err = tag(b, i); err == nil {
-			if f == num {
-				n++
-			}
-			i, err = skip(b, i, typ)
+	for {
+		var err error
+		if i, err = skip(b, i, typ); err != nil || i >= len(b) {
+			return n
 		}
+		f, t, next, err := tag(b, i)
+		if err != nil || f != num || t != typ {
+			return n
+		}
+		n, i = n+1, next
 	}
-	return n
 }
 
 // repeated decodes one occurrence of a repeated field: one element, or a
 // packed run of numbers.
 func (s *state) repeated(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, error) {
 	e := o.elem
-	if typ == wireBytes && wireOf(e) != wireBytes {
+	if typ == wireBytes && e.wire != wireBytes {
 		start, end, err := lengthDelimited(b, i)
 		if err != nil {
 			return 0, err
 		}
 		want := 0
-		if wireOf(e) == wireVarint {
+		if e.wire == wireVarint {
 			for _, c := range b[start:end] {
 				if c < 0x80 {
 					want++
@@ -347,13 +360,13 @@ func (s *state) repeated(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, 
 			want = (end - start) / int(e.typ.Size())
 		}
 		for j := start; j < end; want-- {
-			if j, err = s.scalar(b[:end], j, wireOf(e), grow(ptr, o, want), e); err != nil {
+			if j, err = s.scalar(b[:end], j, e.wire, grow(ptr, o, want), e); err != nil {
 				return 0, err
 			}
 		}
 		return end, nil
 	}
-	if typ != wireOf(e) {
+	if typ != e.wire {
 		return 0, wrongWire(e, typ)
 	}
 	want := 1

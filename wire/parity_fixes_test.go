@@ -194,3 +194,35 @@ func TestUnknownWatchEventType(t *testing.T) {
 		t.Errorf("JSON event of type FOO: %q %T %v, want ErrMalformed", typ, obj, err)
 	}
 }
+
+// TestRepeatedFieldInRuns: a repeated field whose elements come in two
+// runs, another field between them, decodes as the generated decoder
+// does (the elements of both, in order), and each run sizes the slice
+// exactly: its capacity is its length.
+func TestRepeatedFieldInRuns(t *testing.T) {
+	part := func(s corev1.PodSpec) []byte {
+		b, err := s.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// Concatenated encodings of one message merge: repeated fields append.
+	b := part(corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}, Tolerations: []corev1.Toleration{{Key: "t1"}}})
+	b = append(b, part(corev1.PodSpec{NodeName: "n"})...)
+	b = append(b, part(corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}, Tolerations: []corev1.Toleration{{Key: "t2"}, {Key: "t3"}}})...)
+	checkGenerated[corev1.PodSpec](t, b)
+
+	d, err := NewDecoder[*corev1.PodSpec, *corev1.PodSpec](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Protobuf(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Containers) != 3 || cap(got.Containers) != 3 || len(got.Tolerations) != 3 || cap(got.Tolerations) != 3 {
+		t.Errorf("containers len %d cap %d, tolerations len %d cap %d: want 3 of each",
+			len(got.Containers), cap(got.Containers), len(got.Tolerations), cap(got.Tolerations))
+	}
+}

@@ -46,6 +46,7 @@ type op struct {
 	elemType unsafe.Pointer // the descriptor of typ.Elem(), for pointers and slices
 	mapType  unsafe.Pointer // opMap: the descriptor of typ, part of a shared map's key
 	tab      unsafe.Pointer // opUnmarshal, opPtrUnmarshal: the unmarshaler table of the pointer type
+	wire     int            // the wire type of a value: wireOf(o), kept for the decoding loop
 }
 
 // plan decodes a message into a struct type.

@@ -62,6 +62,7 @@ func finish(x *plan) {
 		case reflect.Pointer, reflect.Slice:
 			o.elemType = typeDescriptor(o.typ.Elem())
 		}
+		o.wire = wireOf(o)
 		switch o.kind {
 		case opUnmarshal:
 			o.tab = unmarshalerTab(o.typ)
