@@ -48,8 +48,13 @@ type state struct {
 // message decodes the protobuf message b into the struct at base.
 func (s *state) message(b []byte, base unsafe.Pointer, x *plan) error {
 	for i := 0; i < len(b); {
-		num, typ, next, err := tag(b, i)
-		if err != nil {
+		// tag's one-byte case, which is nearly every key, without the call
+		var num int32
+		var typ, next int
+		var err error
+		if c := b[i]; c < 0x80 && c >= 8 && c&7 != wireEnd {
+			num, typ, next = int32(c>>3), int(c&7), i+1
+		} else if num, typ, next, err = tag(b, i); err != nil {
 			return &DecodeError{Err: err}
 		}
 		o := x.lookup(num)
@@ -129,7 +134,7 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 	case opScalar:
 		return s.scalar(b, i, typ, ptr, o)
 	case opPtrScalar:
-		p := newScalar(o)
+		p := unsafe_New(o.elemType) // the type's descriptor: no reflect call, and a string or number goes to the small allocators as new's would
 		next, err := s.scalar(b, i, typ, p, o)
 		if err != nil {
 			return 0, err
@@ -140,9 +145,15 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 	if typ != wireBytes {
 		return 0, wrongWire(o, typ)
 	}
-	start, end, err := lengthDelimited(b, i)
-	if err != nil {
-		return 0, err
+	start, end := i+1, 0 // lengthDelimited's one-byte length without the call
+	if i < len(b) && b[i] < 0x80 {
+		end = start + int(b[i])
+	}
+	var err error
+	if end <= start || end > len(b) {
+		if start, end, err = lengthDelimited(b, i); err != nil {
+			return 0, err
+		}
 	}
 	v := b[start:end]
 	switch o.kind {
@@ -189,9 +200,16 @@ func (s *state) scalar(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, er
 	}
 	switch o.sk {
 	case reflect.String:
-		start, end, err := lengthDelimited(b, i)
-		if err != nil {
-			return 0, err
+		// lengthDelimited's one-byte length without the call
+		start, end := i+1, 0
+		if i < len(b) && b[i] < 0x80 {
+			end = start + int(b[i])
+		}
+		if end <= start || end > len(b) {
+			var err error
+			if start, end, err = lengthDelimited(b, i); err != nil {
+				return 0, err
+			}
 		}
 		if str, ok := s.alias.str(b[start:end]); ok {
 			*(*string)(ptr) = str
@@ -274,21 +292,6 @@ func emptyIfNil(v reflect.Value) {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
 	}
-}
-
-// newScalar allocates a scalar of o's pointer type.
-func newScalar(o *op) unsafe.Pointer {
-	switch o.typ.Elem().Kind() {
-	case reflect.String:
-		return unsafe.Pointer(new(string))
-	case reflect.Int64, reflect.Uint64, reflect.Int, reflect.Uint, reflect.Float64:
-		return unsafe.Pointer(new(int64))
-	case reflect.Int32, reflect.Uint32, reflect.Float32:
-		return unsafe.Pointer(new(int32))
-	case reflect.Bool, reflect.Int8, reflect.Uint8:
-		return unsafe.Pointer(new(bool))
-	}
-	return unsafe_New(o.elemType)
 }
 
 // sliceHeader is the layout of a slice.
