@@ -48,14 +48,13 @@ type state struct {
 // message decodes the protobuf message b into the struct at base.
 func (s *state) message(b []byte, base unsafe.Pointer, x *plan) error {
 	for i := 0; i < len(b); {
-		// tag's one-byte case, which is nearly every key, without the call
-		var num int32
-		var typ, next int
+		num, typ, ok := oneByteTag(b, i) // nearly every key, without tag's call
+		next := i + 1
 		var err error
-		if c := b[i]; c < 0x80 && c >= 8 && c&7 != wireEnd {
-			num, typ, next = int32(c>>3), int(c&7), i+1
-		} else if num, typ, next, err = tag(b, i); err != nil {
-			return &DecodeError{Err: err}
+		if !ok {
+			if num, typ, next, err = tag(b, i); err != nil {
+				return &DecodeError{Err: err}
+			}
 		}
 		o := x.lookup(num)
 		if o == nil {
@@ -145,12 +144,9 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 	if typ != wireBytes {
 		return 0, wrongWire(o, typ)
 	}
-	start, end := i+1, 0 // lengthDelimited's one-byte length without the call
-	if i < len(b) && b[i] < 0x80 {
-		end = start + int(b[i])
-	}
+	start, end, ok := oneByteLength(b, i) // nearly every length, without lengthDelimited's call
 	var err error
-	if end <= start || end > len(b) {
+	if !ok {
 		if start, end, err = lengthDelimited(b, i); err != nil {
 			return 0, err
 		}
@@ -200,12 +196,8 @@ func (s *state) scalar(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, er
 	}
 	switch o.sk {
 	case reflect.String:
-		// lengthDelimited's one-byte length without the call
-		start, end := i+1, 0
-		if i < len(b) && b[i] < 0x80 {
-			end = start + int(b[i])
-		}
-		if end <= start || end > len(b) {
+		start, end, ok := oneByteLength(b, i) // as in value
+		if !ok {
 			var err error
 			if start, end, err = lengthDelimited(b, i); err != nil {
 				return 0, err

@@ -79,8 +79,8 @@ func varint(b []byte, i int) (uint64, int, error) {
 
 // tag reads a field key at b[i:]: the field number and the wire type.
 func tag(b []byte, i int) (num int32, typ int, next int, err error) {
-	if i < len(b) && b[i] < 0x80 && b[i]&7 != wireEnd && b[i] >= 8 {
-		return int32(b[i] >> 3), int(b[i] & 7), i + 1, nil
+	if num, typ, ok := oneByteTag(b, i); ok {
+		return num, typ, i + 1, nil
 	}
 	v, next, err := varint(b, i)
 	if err != nil {
@@ -96,15 +96,36 @@ func tag(b []byte, i int) (num int32, typ int, next int, err error) {
 	return num, typ, next, nil
 }
 
+// oneByteTag reads a field key of one byte at b[i:], the common case,
+// and is false for any other key (longer, bad, or none), which tag reads.
+// It inlines, where tag, with its errors, does not: the decoding loop
+// calls it first.
+func oneByteTag(b []byte, i int) (num int32, typ int, ok bool) {
+	if i < len(b) && b[i] < 0x80 && b[i]&7 != wireEnd && b[i] >= 8 {
+		return int32(b[i] >> 3), int(b[i] & 7), true
+	}
+	return 0, 0, false
+}
+
+// oneByteLength returns the bounds of the bytes field at b[i:] when its
+// length is one byte and the field fits in b, the common case, and is
+// false otherwise, for lengthDelimited to read or report. It inlines,
+// where lengthDelimited does not: the decoding loop calls it first.
+func oneByteLength(b []byte, i int) (start, end int, ok bool) {
+	if i < len(b) && b[i] < 0x80 && i+1+int(b[i]) <= len(b) {
+		return i + 1, i + 1 + int(b[i]), true
+	}
+	return 0, 0, false
+}
+
 // lengthDelimited reads the length of a bytes field at b[i:] and returns
 // the field's bounds.
 func lengthDelimited(b []byte, i int) (start, end int, err error) {
+	if start, end, ok := oneByteLength(b, i); ok {
+		return start, end, nil
+	}
 	if i < len(b) && b[i] < 0x80 {
-		end = i + 1 + int(b[i])
-		if end > len(b) {
-			return 0, 0, ErrTruncated
-		}
-		return i + 1, end, nil
+		return 0, 0, ErrTruncated
 	}
 	n, i, err := varint(b, i)
 	if err != nil {
