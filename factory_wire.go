@@ -249,11 +249,12 @@ func (d *wireDecoding[T]) cached(ref wire.ObjectRef) (T, bool) {
 	if inf == nil || inf.GetIndexer().Len() == 0 || len(ref.ResourceVersion) == 0 {
 		return zero, false
 	}
-	key := string(ref.Name)
+	var buf [128]byte // the key, spelled on the stack for the lookup
+	key := buf[:0]
 	if len(ref.Namespace) > 0 {
-		key = string(ref.Namespace) + "/" + key
+		key = append(append(key, ref.Namespace...), '/')
 	}
-	obj, ok := inf.GetIndexer().GetByKey(key)
+	obj, ok := inf.GetIndexer().getKeyBytes(append(key, ref.Name...))
 	if !ok || obj.GetResourceVersion() != string(ref.ResourceVersion) {
 		return zero, false
 	}

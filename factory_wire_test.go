@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/typedkube/informer/internal/fakeapi"
 	"github.com/typedkube/informer/wire"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -317,5 +319,65 @@ func TestForOfProjection(t *testing.T) {
 	}
 	if _, err := For[*widget](f); err == nil || strings.Contains(err.Error(), "ForProjection") {
 		t.Errorf("For[*widget] = %v, want ErrNotRegistered without ForProjection (widget is no projection)", err)
+	}
+}
+
+// Without a transform, a relist reuses the cached object of each object
+// whose resource version it finds unchanged, for namespaced objects (found
+// by the key namespace/name) and cluster-scoped ones (by name): the update
+// it makes hands the handlers that object as old and new.
+func TestFactoryRelistReusesCachedObjects(t *testing.T) {
+	t.Run("namespaced", func(t *testing.T) {
+		checkRelistReuse(t, podsResource, []string{"a/web", "b/db"}, factoryPod("a", "web", "node-1"), factoryPod("b", "db", "node-1"))
+	})
+	t.Run("cluster-scoped", func(t *testing.T) {
+		checkRelistReuse(t, nodesResource, []string{"node-1", "node-2"},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}})
+	})
+}
+
+func checkRelistReuse[T interface {
+	Object
+	comparable
+}](t *testing.T, res fakeapi.Resource, keys []string, objs ...T) {
+	srv := newFakeAPI(t, res)
+	for _, obj := range objs {
+		create(t, srv, any(obj).(runtime.Object))
+	}
+	f := newTestFactory(t, srv, FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{WatchList: WatchListOff}}})
+	watched := make(chan int, 8)
+	inf, err := For(f, ForOptions[T]{WrapListWatch: expireFirstWatch[T](watched)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	same := map[string]bool{} // by key: whether the update's old and new were one object
+	updated := make(chan struct{}, len(keys))
+	if _, err := inf.AddEventHandler(ResourceEventHandlerFuncs[T]{UpdateFunc: func(old, obj T) {
+		mu.Lock()
+		defer mu.Unlock()
+		same[objectKey(obj)] = old == obj
+		updated <- struct{}{}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	if <-watched != 1 || <-watched != 2 {
+		t.Fatal("watches out of order")
+	}
+	// The relist after the 410 came before the second watch.
+	for range keys {
+		select {
+		case <-updated:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the relist's updates did not come")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, key := range keys {
+		if reused, ok := same[key]; !ok || !reused {
+			t.Errorf("%s: updated %v, old and new one object %v; want a reused object", key, ok, reused)
+		}
 	}
 }

@@ -58,11 +58,16 @@ func (l Lister[T]) ByNamespace(namespace string) NamespaceLister[T] {
 }
 
 func (l Lister[T]) get(namespace, name string) (T, error) {
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
+	var obj T
+	var ok bool
+	if namespace == "" {
+		obj, ok = l.indexer.GetByKey(name)
+	} else {
+		// The key namespace/name, spelled in a buffer on the stack for
+		// the lookup: a Get allocates no key.
+		var buf [128]byte
+		obj, ok = l.indexer.getKeyBytes(append(append(append(buf[:0], namespace...), '/'), name...))
 	}
-	obj, ok := l.indexer.GetByKey(key)
 	if !ok {
 		return obj, apierrors.NewNotFound(l.resource, name)
 	}

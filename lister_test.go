@@ -2,6 +2,7 @@ package informer
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,5 +72,45 @@ func TestListerMatchesClientGo(t *testing.T) {
 	want, _ := ref.List(labels.Everything())
 	if diff := cmp.Diff(keys(want), keys(all)); diff != "" {
 		t.Errorf("List (-client-go +ours):\n%s", diff)
+	}
+}
+
+// A namespaced Get spells its key in a buffer of its own: it finds the
+// object with names of any length, past the buffer's too, and a Get from a
+// store of decoded objects allocates nothing.
+func TestListerGetKey(t *testing.T) {
+	long := strings.Repeat("n", 253) // the longest name a Pod may have
+	pods := []*corev1.Pod{
+		testobj.Pod("a", "web", "", ""),
+		testobj.Pod("a", long, "", ""),
+		testobj.Pod(strings.Repeat("s", 63), long, "", ""),
+	}
+	ours := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		if err := ours.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := theirs.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := Lister[*corev1.Pod]{indexer: ours, resource: corev1.Resource("pods")}
+	ref := corev1listers.NewPodLister(theirs)
+	for _, ns := range []string{"a", "b", strings.Repeat("s", 63)} {
+		for _, name := range []string{"web", long, long[1:], ""} {
+			got, err := l.ByNamespace(ns).Get(name)
+			want, wantErr := ref.Pods(ns).Get(name)
+			if apierrors.IsNotFound(err) != apierrors.IsNotFound(wantErr) || (err == nil && got != want) {
+				t.Errorf("ByNamespace(%q).Get(%d bytes) = %v, %v; client-go: %v, %v", ns, len(name), got, err, want, wantErr)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := l.ByNamespace("a").Get("web"); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("a Get allocates %v times, want 0", n)
 	}
 }

@@ -213,6 +213,28 @@ func (s *Store[T]) GetByKey(key string) (item T, exists bool) {
 	return item, ok
 }
 
+// getKeyBytes is GetByKey of the key spelled by key, which it does not
+// keep: a caller builds the key in a buffer of its own, and a read that
+// finds its object allocates no string for it.
+func (s *Store[T]) getKeyBytes(key []byte) (item T, exists bool) {
+	s.mu.RLock()
+	sl, ok := s.items[string(key)] // no copy: the compiler reads key in place
+	var rec *wire.Record
+	if ok {
+		item, rec = sl.obj, sl.rec
+	}
+	s.mu.RUnlock()
+	if rec != nil {
+		obj, err := s.compact.codec.Decode(rec)
+		if err != nil {
+			s.compact.failed(string(key), err)
+			return obj, false
+		}
+		return obj, true
+	}
+	return item, ok
+}
+
 // Len returns the number of stored objects.
 func (s *Store[T]) Len() int {
 	s.mu.RLock()

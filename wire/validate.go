@@ -143,7 +143,7 @@ func reset(v reflect.Value) {
 }
 
 func (v *validator) scalar(b []byte, i, typ int, o *op) (int, error) {
-	if typ != wireOf(o) {
+	if typ != o.wire {
 		return 0, wrongWire(o, typ)
 	}
 	switch o.sk {
@@ -167,19 +167,19 @@ func (v *validator) scalar(b []byte, i, typ int, o *op) (int, error) {
 
 func (v *validator) repeated(b []byte, i, typ int, o *op) (int, error) {
 	e := o.elem
-	if typ == wireBytes && wireOf(e) != wireBytes {
+	if typ == wireBytes && e.wire != wireBytes {
 		start, end, err := lengthDelimited(b, i)
 		if err != nil {
 			return 0, err
 		}
 		for j := start; j < end; {
-			if j, err = v.scalar(b[:end], j, wireOf(e), e); err != nil {
+			if j, err = v.scalar(b[:end], j, e.wire, e); err != nil {
 				return 0, err
 			}
 		}
 		return end, nil
 	}
-	if typ != wireOf(e) {
+	if typ != e.wire {
 		return 0, wrongWire(e, typ)
 	}
 	return v.value(b, i, typ, e)
@@ -243,7 +243,7 @@ func (v *validator) mapEntry(b []byte, o *op) error {
 // stringAt checks the string key at b[i:] as scalar does and returns its
 // bounds.
 func (v *validator) stringAt(b []byte, i, typ int, o *op) (start, end int, err error) {
-	if typ != wireOf(o) {
+	if typ != o.wire {
 		return 0, 0, wrongWire(o, typ)
 	}
 	return lengthDelimited(b, i)
