@@ -26,18 +26,7 @@ func TestListerMatchesClientGo(t *testing.T) {
 		testobj.Pod("b", "web", "", "app=web"),
 		testobj.Pod("c", "cache", "", "tier=x"),
 	}
-	ours := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
-	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, p := range pods {
-		if err := ours.Add(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := theirs.Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l := Lister[*corev1.Pod]{indexer: ours, resource: corev1.Resource("pods")}
-	ref := corev1listers.NewPodLister(theirs)
+	l, ref := podListers(t, pods)
 	keys := func(ps []*corev1.Pod) []string {
 		out := make([]string, len(ps))
 		for i, p := range ps {
@@ -85,18 +74,7 @@ func TestListerGetKey(t *testing.T) {
 		testobj.Pod("a", long, "", ""),
 		testobj.Pod(strings.Repeat("s", 63), long, "", ""),
 	}
-	ours := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
-	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, p := range pods {
-		if err := ours.Add(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := theirs.Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l := Lister[*corev1.Pod]{indexer: ours, resource: corev1.Resource("pods")}
-	ref := corev1listers.NewPodLister(theirs)
+	l, ref := podListers(t, pods)
 	for _, ns := range []string{"a", "b", strings.Repeat("s", 63)} {
 		for _, name := range []string{"web", long, long[1:], ""} {
 			got, err := l.ByNamespace(ns).Get(name)
@@ -113,4 +91,21 @@ func TestListerGetKey(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("a Get allocates %v times, want 0", n)
 	}
+}
+
+// podListers returns our Lister and client-go's PodLister, each over a
+// cache of pods with a namespace index.
+func podListers(t *testing.T, pods []*corev1.Pod) (Lister[*corev1.Pod], corev1listers.PodLister) {
+	t.Helper()
+	ours := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		if err := ours.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := theirs.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Lister[*corev1.Pod]{indexer: ours, resource: corev1.Resource("pods")}, corev1listers.NewPodLister(theirs)
 }
