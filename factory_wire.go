@@ -85,11 +85,8 @@ func (lw *wireListWatch[T]) listRecords(ctx context.Context, opts metav1.ListOpt
 		if err != nil {
 			return err
 		}
-		buf = buf[:0]
-		if len(ref.Namespace) > 0 {
-			buf = append(append(buf, ref.Namespace...), '/')
-		}
-		key := string(append(buf, ref.Name...))
+		buf = appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name)
+		key := string(buf)
 		if cache != nil && len(ref.ResourceVersion) > 0 {
 			if rec := cache.recordOf(key); rec != nil {
 				if same, err := lw.compact.HasResourceVersion(rec, ref.ResourceVersion); same && err == nil {
@@ -250,11 +247,7 @@ func (d *wireDecoding[T]) cached(ref wire.ObjectRef) (T, bool) {
 		return zero, false
 	}
 	var buf [128]byte // the key, spelled on the stack for the lookup
-	key := buf[:0]
-	if len(ref.Namespace) > 0 {
-		key = append(append(key, ref.Namespace...), '/')
-	}
-	obj, ok := inf.GetIndexer().getKeyBytes(append(key, ref.Name...))
+	obj, ok := inf.GetIndexer().getKeyBytes(appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name))
 	if !ok || obj.GetResourceVersion() != string(ref.ResourceVersion) {
 		return zero, false
 	}

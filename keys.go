@@ -103,6 +103,16 @@ func MetaNamespaceKeyFunc[T Object](obj T) (string, error) {
 	return name, nil
 }
 
+// appendMetaNamespaceKey appends to dst the key MetaNamespaceKeyFunc makes
+// of namespace and name, for a lookup that spells it in a buffer of its
+// own rather than allocating it.
+func appendMetaNamespaceKey[S string | []byte](dst []byte, namespace, name S) []byte {
+	if len(namespace) > 0 {
+		dst = append(append(dst, namespace...), '/')
+	}
+	return append(dst, name...)
+}
+
 // SplitMetaNamespaceKey splits a key made by MetaNamespaceKeyFunc into its
 // namespace and name. A key without a slash is a cluster-scoped name; a key
 // with more than one slash is an error wrapping ErrInvalidKey.

@@ -58,16 +58,8 @@ func (l Lister[T]) ByNamespace(namespace string) NamespaceLister[T] {
 }
 
 func (l Lister[T]) get(namespace, name string) (T, error) {
-	var obj T
-	var ok bool
-	if namespace == "" {
-		obj, ok = l.indexer.GetByKey(name)
-	} else {
-		// The key namespace/name, spelled in a buffer on the stack for
-		// the lookup: a Get allocates no key.
-		var buf [128]byte
-		obj, ok = l.indexer.getKeyBytes(append(append(append(buf[:0], namespace...), '/'), name...))
-	}
+	var buf [128]byte // the key, spelled on the stack: a Get allocates none
+	obj, ok := l.indexer.getKeyBytes(appendMetaNamespaceKey(buf[:0], namespace, name))
 	if !ok {
 		return obj, apierrors.NewNotFound(l.resource, name)
 	}

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/typedkube/informer/internal/testobj"
+	"github.com/typedkube/informer/wire"
 )
 
 // Our Lister and client-go's generated PodLister over the same Pods give
@@ -108,4 +110,40 @@ func podListers(t *testing.T, pods []*corev1.Pod) (Lister[*corev1.Pod], corev1li
 		}
 	}
 	return Lister[*corev1.Pod]{indexer: ours, resource: corev1.Resource("pods")}, corev1listers.NewPodLister(theirs)
+}
+
+// refusingCodec is a compact store's codec whose records never decode.
+type refusingCodec struct{ recordCodec[*corev1.Pod] }
+
+var errRefused = errors.New("refused for the test")
+
+func (refusingCodec) Decode(*wire.Record) (*corev1.Pod, error) { return nil, errRefused }
+
+// A compact store's Get of a record that does not decode reports it under
+// its key, namespace/name as spelled for the lookup, and finds nothing.
+func TestListerGetUndecodable(t *testing.T) {
+	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
+	x.setCompact(refusingCodec{wire.NewCompact(podDecoder(), 0)}, true, true)
+	var reported []string
+	x.compact.failed = func(key string, err error) {
+		if !errors.Is(err, errRefused) {
+			t.Errorf("reported %s with %v, want the codec's error", key, err)
+		}
+		reported = append(reported, key)
+	}
+	for _, p := range []*corev1.Pod{testobj.Pod("a", "web", "", ""), testobj.Pod("", "node-local", "", "")} {
+		if err := x.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := Lister[*corev1.Pod]{indexer: x, resource: corev1.Resource("pods")}
+	if got, err := l.ByNamespace("a").Get("web"); !apierrors.IsNotFound(err) {
+		t.Errorf("Get(a/web) = %v, %v; want not found", got, err)
+	}
+	if got, err := l.Get("node-local"); !apierrors.IsNotFound(err) {
+		t.Errorf("Get(node-local) = %v, %v; want not found", got, err)
+	}
+	if want := []string{"a/web", "node-local"}; !slices.Equal(reported, want) {
+		t.Errorf("reported %q, want %q", reported, want)
+	}
 }

@@ -199,24 +199,15 @@ func (s *Store[T]) Get(obj T) (item T, exists bool, err error) {
 }
 
 // GetByKey returns the object stored under key.
-func (s *Store[T]) GetByKey(key string) (item T, exists bool) {
-	s.mu.RLock()
-	sl, ok := s.items[key]
-	var rec *wire.Record
-	if ok {
-		item, rec = sl.obj, sl.rec
-	}
-	s.mu.RUnlock()
-	if rec != nil {
-		return s.decode(key, rec)
-	}
-	return item, ok
-}
+func (s *Store[T]) GetByKey(key string) (item T, exists bool) { return getByKey(s, key) }
 
 // getKeyBytes is GetByKey of the key spelled by key, which it does not
 // keep: a caller builds the key in a buffer of its own, and a read that
 // finds its object allocates no string for it.
-func (s *Store[T]) getKeyBytes(key []byte) (item T, exists bool) {
+func (s *Store[T]) getKeyBytes(key []byte) (item T, exists bool) { return getByKey(s, key) }
+
+// getByKey is GetByKey of key, a string or the bytes of one.
+func getByKey[T any, K string | []byte](s *Store[T], key K) (item T, exists bool) {
 	s.mu.RLock()
 	sl, ok := s.items[string(key)] // no copy: the compiler reads key in place
 	var rec *wire.Record
@@ -225,12 +216,7 @@ func (s *Store[T]) getKeyBytes(key []byte) (item T, exists bool) {
 	}
 	s.mu.RUnlock()
 	if rec != nil {
-		obj, err := s.compact.codec.Decode(rec)
-		if err != nil {
-			s.compact.failed(string(key), err)
-			return obj, false
-		}
-		return obj, true
+		return decodeRecord(s, key, rec)
 	}
 	return item, ok
 }

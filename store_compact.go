@@ -162,9 +162,15 @@ func (c *compactState[T]) account(old, rec *wire.Record) {
 // decode returns the object of rec, stored under key; ok is false if it
 // does not decode.
 func (s *Store[T]) decode(key string, rec *wire.Record) (obj T, ok bool) {
+	return decodeRecord(s, key, rec)
+}
+
+// decodeRecord is Store.decode with key a string or the bytes of one,
+// made a string only to report a record that does not decode.
+func decodeRecord[T any, K string | []byte](s *Store[T], key K, rec *wire.Record) (obj T, ok bool) {
 	obj, err := s.compact.codec.Decode(rec)
 	if err != nil {
-		s.compact.failed(key, err)
+		s.compact.failed(string(key), err)
 		return obj, false
 	}
 	return obj, true
