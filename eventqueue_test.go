@@ -185,6 +185,14 @@ func TestEventQueueWaitApplied(t *testing.T) {
 	if err := pending(t.Context()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a relist queued: got %v, want the context's error", err)
 	}
+	// The canceled waits of pending leave a wake channel behind; it is
+	// closed and cleared first, so that the one the loop below sees is the
+	// waiter's own, made after it took its target. (Seeing the one left
+	// behind, the test could queue the add before the waiter took its
+	// target, which then included the add: a wait that never ended.)
+	q.mu.Lock()
+	q.wakeAppliedLocked()
+	q.mu.Unlock()
 	waited := make(chan error, 1)
 	go func() { waited <- q.waitApplied(t.Context()) }()
 	for waiting := false; !waiting; { // the waiter has taken its target once it waits for a wake
