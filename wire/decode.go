@@ -528,19 +528,26 @@ func (s *state) sharedMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 		// remembered for them.
 		cloneMap(ptr, o.typ)
 	}
+	// The run ends before an entry whose bounds cannot be read. Its entries
+	// are decoded before that error is returned, so that an error inside
+	// one of them is reported first, as decoding entry by entry does.
 	end := i
+	var badEntry error
 	for end < len(b) {
 		n, typ, next, err := tag(b, end)
 		if err != nil || n != num || typ != wireBytes {
 			break
 		}
-		if end, err = skip(b, next, typ); err != nil {
-			return 0, err
+		e, err := skip(b, next, typ)
+		if err != nil {
+			badEntry = err
+			break
 		}
+		end = e
 	}
 	run := b[i:end]
 	var set *mapSet // where to remember the map; nil after a merge
-	if !merged {
+	if !merged && badEntry == nil {
 		var seen unsafe.Pointer
 		if set, seen = s.maps.find(o.mapType, run); seen != nil {
 			*m = seen
@@ -558,6 +565,9 @@ func (s *state) sharedMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 		if j, err = s.value(b, next, typ, ptr, o); err != nil {
 			return 0, err
 		}
+	}
+	if badEntry != nil {
+		return 0, badEntry
 	}
 	shareable := !s.notShared
 	s.notShared = outer || s.notShared

@@ -200,3 +200,39 @@ func TestDecodeErrorPathOfNestedMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateAgreesOnMapRuns checks a run of label entries whose first
+// entry is malformed inside and whose last runs past the end of the
+// metadata: both report the first entry's error, the first in the bytes.
+func TestValidateAgreesOnMapRuns(t *testing.T) {
+	entry := func(k, v string) []byte {
+		e := append([]byte{0x0a, byte(len(k))}, k...)
+		e = append(e, 0x12, byte(len(v)))
+		return append(e, v...)
+	}
+	var meta []byte
+	for _, kv := range [][2]string{{"app", "web"}, {"tier", "front"}, {"shard", "0"}} {
+		e := entry(kv[0], kv[1])
+		meta = append(append(meta, 0x5a, byte(len(e))), e...)
+	}
+	for _, tc := range []struct {
+		name string
+		bad  func(meta []byte) // changes the first entry
+		want string
+	}{
+		{"end group as the key's tag", func(m []byte) { m[2] = 0x2c }, "end of group outside a group"},
+		{"key longer than its entry", func(m []byte) { m[3] = 0x7f }, ErrTruncated.Error()},
+		{"field 0 as the value's tag", func(m []byte) { m[2+2+3] = 0x02 }, "illegal field number 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := append([]byte(nil), meta...)
+			tc.bad(m)
+			// The metadata ends 2 bytes before its last entry does.
+			pod := append([]byte{0x0a, byte(len(m) - 2)}, m...)
+			checkValidate(t, pod)
+			if err := validateDecoders()["full"].Validate(pod); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate returns %v, want an error about %q", err, tc.want)
+			}
+		})
+	}
+}
