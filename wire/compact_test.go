@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"runtime"
 	"slices"
 	"sync"
@@ -360,6 +361,28 @@ func TestCompactJSON(t *testing.T) {
 	}
 	if kept > raw*85/100 {
 		t.Errorf("JSON records hold %d bytes of %d", kept, raw)
+	}
+}
+
+// TestSharedRunsValuesInOneSet meets four values whose hashes fall in one
+// set of the table of values met once, in turn, as fields of every object
+// come: each is met again at its second coming, and none pushes another
+// out.
+func TestSharedRunsValuesInOneSet(t *testing.T) {
+	runs := newSharedRuns()
+	setOf := func(v []byte) uint64 { return (maphash.Bytes(runs.seed, v) | 1) >> 32 & (seenSets - 1) }
+	vals := [][]byte{fmt.Appendf(nil, "%0*d", minRun, 0)}
+	for i := 1; len(vals) < 4; i++ {
+		if v := fmt.Appendf(nil, "%0*d", minRun, i); setOf(v) == setOf(vals[0]) {
+			vals = append(vals, v)
+		}
+	}
+	for round, want := range []meeting{metFirst, metAgain} {
+		for _, v := range vals {
+			if _, _, m, _ := runs.share(v); m != want {
+				t.Errorf("round %d: %s met as %d, want %d", round, v, m, want)
+			}
+		}
 	}
 }
 

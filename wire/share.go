@@ -213,7 +213,12 @@ func newBytesTable() *bytesTable {
 // seenBefore reports whether the hash h (never 0) was seen, and forgets
 // it if so; if not, it remembers it in place of the oldest of its set.
 func (t *bytesTable) seenBefore(h uint64) bool {
-	set := &t.once[h>>32&(bytesOnce-1)]
+	return t.once[h>>32&(bytesOnce-1)].seenBefore(h)
+}
+
+// seenBefore reports whether the set holds the hash h (never 0), and
+// forgets it if so; if not, it puts h in place of the oldest it holds.
+func (set *onceSet) seenBefore(h uint64) bool {
 	for i, x := range set.h {
 		if x == h {
 			set.h[i] = 0
