@@ -10,14 +10,21 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// mapSet is one set of a two-way set-associative table of maps made for
-// runs of map entries: two maps, each with its type and its run, the least
-// recently used replaced. With two ways, two runs that fall in one set (an
-// object's labels and its annotations, say) do not evict each other object
-// after object.
+// mapSet is one set of a four-way set-associative table of maps made for
+// runs of map entries: four maps, each with its type and its run, the least
+// recently used replaced. Runs that fall in one set (an object's labels and
+// its annotations, say, or a Pod's many ResourceLists) do not evict each
+// other object after object, unless five or more of one object do. With
+// two ways, three of a realistic Pod's maps did for about one table seed in
+// 2,000, and its next Pod shared none of them (TestResourceListSharing).
 type mapSet struct {
-	ways [2]mapSlot
-	lru  uint8 // the way to replace next
+	ways [4]mapSlot
+	// used is the set's clock at each way's last use, 0 for never. After
+	// 2^32 uses of one set the clock wraps, and a replacement or two may
+	// take a way that is not the least recently used: a miss, never a
+	// wrong map.
+	used  [4]uint32
+	clock uint32
 }
 
 // mapSlot is a map the table remembers. Its key is its type and the bytes
@@ -35,7 +42,8 @@ type mapSlot struct {
 func (set *mapSet) get(typ unsafe.Pointer, run []byte) unsafe.Pointer {
 	for w := range set.ways {
 		if slot := &set.ways[w]; slot.m != nil && slot.typ == typ && slot.run == string(run) {
-			set.lru = uint8(1 - w)
+			set.clock++
+			set.used[w] = set.clock
 			return slot.m
 		}
 	}
@@ -45,13 +53,19 @@ func (set *mapSet) get(typ unsafe.Pointer, run []byte) unsafe.Pointer {
 // put remembers m, a map of type typ, for run, a string the set keeps, in
 // place of the set's least recently used way.
 func (set *mapSet) put(typ unsafe.Pointer, run string, m unsafe.Pointer) {
-	w := set.lru
+	w := 0
+	for i, u := range set.used {
+		if u < set.used[w] {
+			w = i
+		}
+	}
+	set.clock++
 	set.ways[w] = mapSlot{typ: typ, run: run, m: m}
-	set.lru = 1 - w
+	set.used[w] = set.clock
 }
 
 // mapTable remembers the maps made for recent runs of map entries, of any
-// map type: a two-way set-associative table of bounded size, keyed by the
+// map type: a four-way set-associative table of bounded size, keyed by the
 // map's type and the entries' bytes, which it keeps to compare, so a hit
 // is never a wrong map. A map is a pointer to the runtime's map, which the
 // table holds as an unsafe.Pointer (and so keeps alive) whatever its type.
@@ -63,7 +77,7 @@ type mapTable struct {
 }
 
 const (
-	mapSets   = 1 << 8 // of two ways: 512 maps
+	mapSets   = 1 << 7 // of four ways: 512 maps
 	mapMaxRun = 2048   // longer runs are not shared
 )
 

@@ -216,28 +216,38 @@ func TestMapSharingAfterMerge(t *testing.T) {
 	check("an object with the second run's labels, after the split message", canary, fresh)
 }
 
-// A set of the map table keeps its two most recently used runs: a third
+// A set of the map table keeps its four most recently used runs: a fifth
 // run replaces the one used least recently, whichever way it is in.
 func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	var set mapSet
 	typ := stringMapDescriptor
-	ma, mb, mc := map[string]string{"a": ""}, map[string]string{"b": ""}, map[string]string{"c": ""}
 	ptr := func(m map[string]string) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
 	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(run)) }
-	set.put(typ, "a", ptr(ma))
-	set.put(typ, "b", ptr(mb))
-	if get("a") != ptr(ma) || get("b") != ptr(mb) {
-		t.Fatal("two runs of one set are not both remembered")
+	maps := map[string]map[string]string{}
+	for _, run := range []string{"a", "b", "c", "d", "e"} {
+		maps[run] = map[string]string{run: ""}
 	}
-	get("a") // b is now the least recently used
-	set.put(typ, "c", ptr(mc))
+	for _, run := range []string{"a", "b", "c", "d"} {
+		set.put(typ, run, ptr(maps[run]))
+	}
+	for _, run := range []string{"a", "b", "c", "d"} {
+		if get(run) != ptr(maps[run]) {
+			t.Fatalf("run %s of four in one set is not remembered", run)
+		}
+	}
+	for _, run := range []string{"a", "c", "d"} {
+		get(run) // b is now the least recently used
+	}
+	set.put(typ, "e", ptr(maps["e"]))
 	if get("b") != nil {
 		t.Error("the least recently used run was kept")
 	}
-	if get("a") != ptr(ma) || get("c") != ptr(mc) {
-		t.Error("the recently used run or the new one was lost")
+	for _, run := range []string{"a", "c", "d", "e"} {
+		if get(run) != ptr(maps[run]) {
+			t.Errorf("run %s, used recently or new, was lost", run)
+		}
 	}
-	if get("d") != nil {
+	if get("f") != nil {
 		t.Error("a run never put was found")
 	}
 }
