@@ -96,11 +96,18 @@ const (
 	isSharedRun                // a shared run
 )
 
+// hash returns the hash the table knows v by, never 0, which marks an
+// empty slot.
+func (t *sharedRuns) hash(v []byte) uint64 { return maphash.Bytes(t.seed, v) | 1 }
+
+// seenSet returns the set of seen that holds the hash h when it is there.
+func (t *sharedRuns) seenSet(h uint64) *onceSet { return &t.seen[h>>32&(seenSets-1)] }
+
 // share returns the shared run equal to v if v is one; otherwise it
 // remembers v as met, or says it was met before and how many times in all,
 // with the hash promote takes.
 func (t *sharedRuns) share(v []byte) (run string, h uint64, m meeting, met int) {
-	h = maphash.Bytes(t.seed, v) | 1 // 0 marks an empty slot
+	h = t.hash(v)
 	if s, ok := t.runs[h]; ok {
 		if s == string(v) {
 			return s, h, isSharedRun, 0
@@ -114,7 +121,7 @@ func (t *sharedRuns) share(v []byte) (run string, h uint64, m meeting, met int) 
 		}
 		return "", h, metAgain, int(n)
 	}
-	if !t.seen[h>>32&(seenSets-1)].seenBefore(h) {
+	if !t.seenSet(h).seenBefore(h) {
 		return "", h, metFirst, 1
 	}
 	return "", h, metAgain, 2
@@ -135,7 +142,7 @@ func (t *sharedRuns) notPromoted(h uint64, met int) {
 // lookup returns the shared run equal to v, if there is one, and changes
 // nothing.
 func (t *sharedRuns) lookup(v []byte) (string, bool) {
-	s, ok := t.runs[maphash.Bytes(t.seed, v)|1]
+	s, ok := t.runs[t.hash(v)]
 	return s, ok && s == string(v)
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"runtime"
 	"slices"
 	"sync"
@@ -370,7 +369,7 @@ func TestCompactJSON(t *testing.T) {
 // out.
 func TestSharedRunsValuesInOneSet(t *testing.T) {
 	runs := newSharedRuns()
-	setOf := func(v []byte) uint64 { return (maphash.Bytes(runs.seed, v) | 1) >> 32 & (seenSets - 1) }
+	setOf := func(v []byte) *onceSet { return runs.seenSet(runs.hash(v)) }
 	vals := [][]byte{fmt.Appendf(nil, "%0*d", minRun, 0)}
 	for i := 1; len(vals) < 4; i++ {
 		if v := fmt.Appendf(nil, "%0*d", minRun, i); setOf(v) == setOf(vals[0]) {
