@@ -183,8 +183,8 @@ func newBenchStore(b testing.TB, store string, fx *benchCompactFixture) *Indexer
 	}
 	if store == "compact" {
 		codec := wire.NewCompact(dec, wire.DecodedCacheSize)
-		x.setCompact(codec, true, true)
-		if err := x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]); err != nil {
+		x.setCompact(codec, true)
+		if err := x.addLabelIndex(MetaLabelsFunc[*corev1.Pod], true); err != nil {
 			b.Fatal(err)
 		}
 		list := &encodedList[*corev1.Pod]{codec: codec}

@@ -3,6 +3,8 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -299,6 +301,76 @@ func TestFactoryCompactRelistReusesRecords(t *testing.T) {
 		cached := pods.GetIndexer().recordOf(e.key)
 		if reused := e.rec == cached; reused != (e.key == "b/db") {
 			t.Errorf("%s: the listed record is the cached one: %v, want %v", e.key, reused, e.key == "b/db")
+		}
+	}
+}
+
+// A compact informer whose decoder leaves managedFields and annotations
+// out (FactoryOptions.Wire) keeps records of listed objects without them,
+// as of watched ones: its store holds what a read returns, whichever way
+// an object last arrived, and the option saves what it saves a decoding
+// informer.
+func TestFactoryCompactListedRecordsTrimmed(t *testing.T) {
+	const n = 200
+	fields := `{"f:data":{` + strings.Repeat(`"f:key-0000000000":{},`, 90) + `"f:last":{}}}`
+	cm := func(i, rv int) *corev1.ConfigMap {
+		name := fmt.Sprintf("cm-%03d", i)
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: strconv.Itoa(rv),
+				Annotations: map[string]string{"example.com/keep": "yes", "drop.example.org/big": strings.Repeat("d", 200)},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "writer-" + name, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(strings.ReplaceAll(fields, "0000000000", name+"-x"))}}}},
+			Data: map[string]string{"k": name},
+		}
+	}
+	keep := func(k string) bool { return strings.HasPrefix(k, "example.com/") }
+	bytesOf := func(opts wire.Options, watched bool) int64 {
+		t.Helper()
+		srv := newFakeAPI(t, configMapsResource)
+		for i := range n {
+			create(t, srv, cm(i, 0))
+		}
+		f := newTestFactory(t, srv, FactoryOptions{Wire: opts})
+		cms, err := For[*corev1.ConfigMap](f, ForOptions[*corev1.ConfigMap]{Compact: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		syncFactory(t, t.Context(), f)
+		if watched {
+			for i := range n {
+				if err := srv.Update(cm(i, 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitUntil(t, "every update applied", func() bool {
+				for _, c := range cms.GetIndexer().List() {
+					if rv, _ := strconv.Atoi(c.ResourceVersion); rv <= n {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		for _, c := range cms.GetIndexer().List() {
+			if opts.DropManagedFields && len(c.ManagedFields) > 0 {
+				t.Fatalf("%s read with managedFields", c.Name)
+			}
+			if opts.Annotations != nil && len(c.Annotations) != 1 {
+				t.Fatalf("%s read with annotations %v", c.Name, c.Annotations)
+			}
+		}
+		_, b := cms.GetIndexer().Compact()
+		return b
+	}
+	whole := bytesOf(wire.Options{}, false)
+	for _, opts := range []wire.Options{{DropManagedFields: true}, {DropManagedFields: true, Annotations: keep}} {
+		listed, watched := bytesOf(opts, false), bytesOf(opts, true)
+		t.Logf("DropManagedFields, annotations filtered %v: %d B of records listed, %d B watched, %d B without the options", opts.Annotations != nil, listed, watched, whole)
+		if listed > watched*11/10 || watched > listed*11/10 {
+			t.Errorf("records of listed objects hold %d B, of the same objects watched %d B", listed, watched)
+		}
+		if listed > whole/2 {
+			t.Errorf("records of listed objects hold %d B without managedFields, %d B with", listed, whole)
 		}
 	}
 }

@@ -39,7 +39,18 @@ var errNoLabelIndex = fmt.Errorf("%w: no label index", ErrNoSuchIndex)
 // query tests the requirements the index cannot answer, holding no lock.
 // AddLabelIndex panics if labelsOf is nil and returns an error wrapping
 // ErrIndexConflict if the Indexer has a label index already.
+//
+// In a compact store (SharedIndexInformerOptions.Compact), labelsOf runs on
+// decoded objects, as an IndexFunc does: the informer's own label index,
+// whose function is MetaLabelsFunc, is the one that reads labels from the
+// records' bytes instead.
 func (x *Indexer[T]) AddLabelIndex(labelsOf LabelsFunc[T]) error {
+	return x.addLabelIndex(labelsOf, false)
+}
+
+// addLabelIndex is AddLabelIndex; meta says that labelsOf is
+// MetaLabelsFunc, which a compact store may answer from its records' bytes.
+func (x *Indexer[T]) addLabelIndex(labelsOf LabelsFunc[T], meta bool) error {
 	if labelsOf == nil {
 		panic("informer: AddLabelIndex with a nil LabelsFunc")
 	}
@@ -52,14 +63,14 @@ func (x *Indexer[T]) AddLabelIndex(labelsOf LabelsFunc[T]) error {
 	// without mu; mu is held only to publish the index.
 	li := newLabelIndex()
 	for sl := range x.arena.live {
-		lbls, err := x.writtenLabels(sl, labelsOf)
+		lbls, err := x.writtenLabels(sl, labelsOf, meta)
 		if err != nil {
 			return err
 		}
 		x.indexLabels(li, sl, lbls) // sl.lbls is read by writers only, who are excluded
 	}
 	x.mu.Lock()
-	x.labels, x.labelsOf = li, labelsOf
+	x.labels, x.labelsOf, x.metaLabels = li, labelsOf, meta
 	x.mu.Unlock()
 	return nil
 }
@@ -101,6 +112,8 @@ type selectBuf[T any] struct {
 	entries  []entry[T]
 	whole    labels.Selector // tested whole on each candidate, if set
 	labelsOf LabelsFunc[T]
+	// metaLabels says that labelsOf is MetaLabelsFunc (Store.metaLabels).
+	metaLabels bool
 }
 
 // accepts reports whether obj, a candidate, passes the requirements the
@@ -160,7 +173,7 @@ func (x *Indexer[T]) putSelection(b *selectBuf[T]) {
 	b.q.reset()
 	clear(b.entries) // drop the object references
 	b.entries = b.entries[:0]
-	b.whole, b.labelsOf = nil, nil
+	b.whole, b.labelsOf, b.metaLabels = nil, nil, false
 	x.selections.Put(b)
 }
 
@@ -240,7 +253,7 @@ func (x *Indexer[T]) selectLocked(b *selectBuf[T], namespace string, inNamespace
 	if inNamespace && !ok {
 		return false
 	}
-	b.labelsOf = x.labelsOf
+	b.labelsOf, b.metaLabels = x.labelsOf, x.metaLabels
 	if labels.MatchesNothing(selector) {
 		return true
 	}

@@ -224,10 +224,10 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 			indexer.setSizer(decoderSizer(dec))
 		}
 		_, ownNamespaceIndex := opts.Indexers[NamespaceIndex]
-		indexer.setCompact(codec, !ownNamespaceIndex, true)
+		indexer.setCompact(codec, !ownNamespaceIndex)
 	}
 	if !opts.NoLabelIndex {
-		_ = indexer.AddLabelIndex(MetaLabelsFunc[T]) // cannot fail on a new Indexer
+		_ = indexer.addLabelIndex(MetaLabelsFunc[T], true) // cannot fail on a new Indexer
 	}
 	indexer.versionOf = T.GetResourceVersion
 	s := &SharedIndexInformer[T]{

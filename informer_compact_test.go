@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/typedkube/informer/internal/testobj"
 )
@@ -196,4 +197,86 @@ func TestCompactInformerUpdatesKeepDecodedObjects(t *testing.T) {
 			t.Errorf("%d of %d updates got an old object decoded again", h.others, h.seen)
 		}
 	})
+}
+
+// nodeLabels is a LabelsFunc of the user's: labels derived from the Pod's
+// node, not its metadata.labels.
+func nodeLabels(p *corev1.Pod) map[string]string {
+	return map[string]string{"node": p.Spec.NodeName}
+}
+
+// A compact informer answers label selectors as a decoded one does when
+// its label index is the user's (NoLabelIndex, then AddLabelIndex with a
+// function of labels that are not metadata.labels), whether the index is
+// added before the initial list, or after it over the stored records, and
+// through watched changes.
+func TestCompactInformerUserLabelIndex(t *testing.T) {
+	selectors := []string{"node=n1", "node!=n1", "node in (n1,n2)", "node notin (n2)", "node", "!node", "app=x", "app=x,node=n2", ""}
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprintf("late=%v", late), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newFakeSource()
+				for i, name := range []string{"a", "b", "c"} {
+					p := testobj.Pod("ns", name, "", "app=x")
+					p.Spec.NodeName = fmt.Sprintf("n%d", i+1)
+					src.Add(p)
+				}
+				opts := SharedIndexInformerOptions[*corev1.Pod]{NoLabelIndex: true}
+				compact := newCompactPodInformer(t, src, opts)
+				plain := newPodInformer(t, src, opts)
+				addIndex := func() {
+					for _, inf := range []*SharedIndexInformer[*corev1.Pod]{compact, plain} {
+						if err := inf.GetIndexer().AddLabelIndex(nodeLabels); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if !late {
+					addIndex()
+				}
+				startInformer(t, compact)
+				startInformer(t, plain)
+				synctest.Wait()
+				if late {
+					addIndex()
+				}
+				compare := func(when string) {
+					t.Helper()
+					for _, s := range selectors {
+						sel, err := labels.Parse(s)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, err := compact.Lister().List(sel)
+						if err != nil {
+							t.Fatal(err)
+						}
+						want, err := plain.Lister().List(sel)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if podsString(got) != podsString(want) {
+							t.Errorf("%s: List(%q) = %s, a decoded store's %s", when, s, podsString(got), podsString(want))
+						}
+						got, err = compact.GetIndexer().BySelector(sel)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if podsString(got) != podsString(want) {
+							t.Errorf("%s: BySelector(%q) = %s, a decoded store's %s", when, s, podsString(got), podsString(want))
+						}
+					}
+				}
+				compare("listed")
+				moved := testobj.Pod("ns", "a", "", "app=x")
+				moved.Spec.NodeName = "n2"
+				src.Modify(moved)
+				added := testobj.Pod("ns", "d", "", "app=y")
+				added.Spec.NodeName = "n1"
+				src.Add(added)
+				synctest.Wait()
+				compare("watched")
+			})
+		})
+	}
 }

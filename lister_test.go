@@ -123,7 +123,7 @@ func (refusingCodec) Decode(*wire.Record) (*corev1.Pod, error) { return nil, err
 // its key, namespace/name as spelled for the lookup, and finds nothing.
 func TestListerGetUndecodable(t *testing.T) {
 	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
-	x.setCompact(refusingCodec{wire.NewCompact(podDecoder(), 0)}, true, true)
+	x.setCompact(refusingCodec{wire.NewCompact(podDecoder(), 0)}, true)
 	var reported []string
 	x.compact.failed = func(key string, err error) {
 		if !errors.Is(err, errRefused) {

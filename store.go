@@ -52,6 +52,12 @@ type Store[T any] struct {
 	// postings of labels are guarded by mu.
 	labels   *labelIndex
 	labelsOf LabelsFunc[T]
+	// metaLabels says that labelsOf is MetaLabelsFunc, set by the
+	// informer that adds it: a compact store then reads an object's
+	// labels from its record's bytes rather than decoding it. A label
+	// index added by AddLabelIndex never sets it, whatever its function.
+	// Set with labelsOf.
+	metaLabels bool
 	// versionOf, set by an informer before it starts, gives an object's
 	// resource version, whose versionHash the slots keep (see entry.rvh);
 	// nil in a Store of its own, whose slots keep none.

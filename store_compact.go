@@ -56,9 +56,6 @@ type compactState[T any] struct {
 	// metaNamespace says that the NamespaceIndex is MetaNamespaceIndexFunc,
 	// whose value for an object is the namespace in its key.
 	metaNamespace bool
-	// metaLabels says that the label index's LabelsFunc is
-	// MetaLabelsFunc, whose value the codec reads from a record's bytes.
-	metaLabels bool
 	// bytes is what the stored records hold (wire.Record.Bytes); updated
 	// under the Store's mu.
 	bytes atomic.Int64
@@ -113,11 +110,11 @@ func (l *encodedList[T]) decoded() ([]T, []string, error) {
 }
 
 // setCompact makes s, which must be empty, a compact store of codec's
-// records. metaNamespace and metaLabels are as for compactState.
-func (s *Store[T]) setCompact(codec recordCodec[T], metaNamespace, metaLabels bool) {
+// records. metaNamespace is as for compactState.
+func (s *Store[T]) setCompact(codec recordCodec[T], metaNamespace bool) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	s.compact = &compactState[T]{codec: codec, metaNamespace: metaNamespace, metaLabels: metaLabels, failed: logDecodeFailure}
+	s.compact = &compactState[T]{codec: codec, metaNamespace: metaNamespace, failed: logDecodeFailure}
 }
 
 func logDecodeFailure(key string, err error) {
@@ -277,9 +274,9 @@ func (s *Store[T]) prepare(e *encoded[T], dst [][]string, lenient, keep bool) ([
 		switch {
 		case e.decoded:
 			lbls = s.labelsOf(e.obj)
-		case c.metaLabels && e.labels != nil:
+		case s.metaLabels && e.labels != nil:
 			lbls = e.labels
-		case c.metaLabels:
+		case s.metaLabels:
 			var err error
 			if lbls, err = c.codec.Labels(e.rec); err != nil {
 				firstErr = cmp.Or(firstErr, err)
@@ -522,10 +519,10 @@ func (s *Store[T]) writtenObject(sl *slot[T]) (T, error) {
 }
 
 // writtenLabels returns the labels labelsOf gives sl's object, for a
-// writer: in a compact store, read from its record's bytes when labelsOf
-// is MetaLabelsFunc. The caller holds writeMu.
-func (s *Store[T]) writtenLabels(sl *slot[T], labelsOf LabelsFunc[T]) (map[string]string, error) {
-	if sl.rec != nil && s.compact.metaLabels {
+// writer: in a compact store, read from its record's bytes when meta says
+// that labelsOf is MetaLabelsFunc. The caller holds writeMu.
+func (s *Store[T]) writtenLabels(sl *slot[T], labelsOf LabelsFunc[T], meta bool) (map[string]string, error) {
+	if sl.rec != nil && meta {
 		return s.compact.codec.Labels(sl.rec)
 	}
 	obj, err := s.writtenObject(sl)
@@ -537,11 +534,12 @@ func (s *Store[T]) writtenLabels(sl *slot[T], labelsOf LabelsFunc[T]) (map[strin
 
 // acceptsRecord is selectBuf.accepts for a candidate of a compact store,
 // whose labels are read from its record's bytes rather than decoded when
-// the label index reads them so. A candidate that does not decode fails.
+// the label index's function is MetaLabelsFunc. A candidate that does not
+// decode fails.
 func (x *Indexer[T]) acceptsRecord(b *selectBuf[T], e entry[T]) bool {
 	c := x.compact
 	var ls map[string]string
-	if c.metaLabels {
+	if b.metaLabels {
 		var err error
 		if ls, err = c.codec.Labels(e.rec); err != nil {
 			c.failed(e.key, err)

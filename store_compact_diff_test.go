@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -23,7 +24,7 @@ func newCompactIndexer(t testing.TB, indexers Indexers[*corev1.Pod], cached int)
 	codec := wire.NewCompact(podDecoder(), cached)
 	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], indexers)
 	// The namespace index is MetaNamespaceIndexFunc, if any.
-	x.setCompact(codec, true, true)
+	x.setCompact(codec, true)
 	return x, codec
 }
 
@@ -81,10 +82,23 @@ func listedRecords(t testing.TB, codec *wire.Compact[*corev1.Pod], pods []*corev
 	return l
 }
 
+// flippedLabels is a LabelsFunc that is not the object's labels: its app
+// label is the object's with x and y swapped, and it adds the Pod's name.
+func flippedLabels(p *corev1.Pod) map[string]string {
+	out := map[string]string{"name": p.Name}
+	for k, v := range p.Labels {
+		if k == "app" {
+			v = map[string]string{"x": "y", "y": "x"}[v]
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // diffSelectors are the selectors the compact differential test queries:
 // equality and set requirements the label index answers, and the others,
 // which it tests on each candidate.
-var diffSelectors = []string{"", "app=x", "app in (x,y)", "app", "app!=x", "!app", "app=x,tags notin (t1)", "tags=t1,app!=y", "app notin (x)"}
+var diffSelectors = []string{"", "app=x", "app in (x,y)", "app", "app!=x", "!app", "app=x,tags notin (t1)", "tags=t1,app!=y", "app notin (x)", "name=p1", "name!=p2,app"}
 
 // runCompactDiff applies the operations encoded in data to a compact
 // Indexer and to a plain one, and compares every read of theirs under
@@ -136,7 +150,22 @@ func runCompactDiff(t testing.TB, data []byte) {
 		case 9:
 			if !labelled {
 				labelled = true
-				checkErr(t, step, "AddLabelIndex", compact.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]), plain.AddLabelIndex(MetaLabelsFunc[*corev1.Pod]))
+				// The informer's own label index, which a compact store
+				// answers from its records' bytes; a user's, with
+				// MetaLabelsFunc or with labels of the user's making,
+				// which it answers from decoded objects.
+				var err error
+				f := MetaLabelsFunc[*corev1.Pod]
+				switch r.intn(3) {
+				case 0:
+					err = compact.addLabelIndex(f, true)
+				case 1:
+					err = compact.AddLabelIndex(f)
+				case 2:
+					f = flippedLabels
+					err = compact.AddLabelIndex(f)
+				}
+				checkErr(t, step, "AddLabelIndex", err, plain.AddLabelIndex(f))
 			}
 			fallthrough
 		case 10:
@@ -259,10 +288,12 @@ func FuzzCompactDifferential(f *testing.F) {
 }
 
 // A compact store hands out equal objects, with what the encoding keeps:
-// its times to the second, and, in protobuf, no TypeMeta.
+// its times to the second; in protobuf, whose objects have no TypeMeta,
+// the TypeMeta of the objects it was given is kept beside the records.
 func TestCompactStoreKeepsWhatTheEncodingHas(t *testing.T) {
 	x, _ := newCompactIndexer(t, Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]}, 0)
-	p := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: "1"}}
+	now := metav1.Now()
+	p := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: "1", CreationTimestamp: now}}
 	if err := x.Add(p); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +302,7 @@ func TestCompactStoreKeepsWhatTheEncodingHas(t *testing.T) {
 		t.Fatal("not found")
 	}
 	want := p.DeepCopy()
-	want.TypeMeta = metav1.TypeMeta{}
+	want.CreationTimestamp = metav1.NewTime(now.Truncate(time.Second))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -22,9 +22,9 @@ func informerIndexer(sz objectSizer[*corev1.Pod], codec *wire.Compact[*corev1.Po
 	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
 	x.setSizer(sz)
 	if codec != nil {
-		x.setCompact(codec, true, true)
+		x.setCompact(codec, true)
 	}
-	_ = x.AddLabelIndex(MetaLabelsFunc[*corev1.Pod])
+	_ = x.addLabelIndex(MetaLabelsFunc[*corev1.Pod], true)
 	return x
 }
 
@@ -297,7 +297,7 @@ func TestStoreCompactWalksStoredRecords(t *testing.T) {
 	}
 	codec := &walkingCodec{Compact: wire.NewCompact(dec, 8)}
 	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
-	x.setCompact(codec, true, true)
+	x.setCompact(codec, true)
 	pods := testobj.BenchPods(300, 10)
 	for _, p := range pods {
 		if err := x.Add(p); err != nil {

@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // DecodedCacheSize is how many decoded objects the Compact of an informer
@@ -25,10 +29,11 @@ const DecodedCacheSize = 1024
 // or JSON would decode from the same bytes. The strings of an object
 // decoded from protobuf are made over the record's memory rather than
 // copied (see aliases): the object keeps the record's bytes alive for as
-// long as it lives, also after the record has left the store. A type's protobuf encoding has
-// no TypeMeta: objects Encode keeps come back without their Kind and
-// APIVersion once they have left the cache, as objects the API server sent
-// in protobuf always are.
+// long as it lives, also after the record has left the store. A type's
+// protobuf encoding has no TypeMeta, so a protobuf record Encode makes
+// remembers the TypeMeta its object had (a Compact keeps each one once),
+// and the objects decoded from it carry it again; objects the API server
+// sent in protobuf have none, and get none.
 type Compact[PP any] struct {
 	dec *Decoder[PP]
 	// marshal is set when Encode writes protobuf: PP has the generated
@@ -37,10 +42,17 @@ type Compact[PP any] struct {
 	// labels is the op of ObjectMeta.Labels in dec's plan, for Labels;
 	// nil if P has none.
 	labels *op
+	// trim cuts from a listed object's bytes what dec leaves out of
+	// objects, so that its record holds only what a read returns; nil
+	// when dec leaves nothing out.
+	trim *trimmer
 
-	mu    sync.Mutex // guards runs and split
+	mu    sync.Mutex // guards runs, split and adding to kinds
 	runs  sharedRuns
 	split splitter
+	// kinds holds the TypeMetas of the objects Encode wrote in protobuf,
+	// which a record's kind indexes: written under mu, copied on write.
+	kinds atomic.Pointer[[]metav1.TypeMeta]
 
 	cache decodedCache
 	bufs  sync.Pool // of *[]byte: buffers to put a record's encoding back together in
@@ -65,6 +77,7 @@ func NewCompact[PP any](dec *Decoder[PP], cached int) *Compact[PP] {
 	var zero PP
 	_, sizer := any(zero).(protoSizer)
 	c.marshal = dec.plan != nil && sizer
+	c.trim = newTrimmer(dec.plan, &dec.opts)
 	if dec.plan != nil {
 		if m := dec.plan.lookup(1); m != nil && m.typ == objectMetaType && m.plan != nil {
 			if l := m.plan.lookup(11); l != nil && l.typ == stringMapType {
@@ -99,17 +112,88 @@ func (c *Compact[PP]) Encode(obj PP) (*Record, error) {
 		return nil, fmt.Errorf("wire: encode %s: %w", c.dec.tname, err)
 	}
 	r := c.record(b, !c.marshal)
+	if c.marshal {
+		if r.kind, err = c.kindOf(obj); err != nil {
+			return nil, err
+		}
+	}
 	c.keep(r, obj)
 	return r, nil
 }
 
+// maxKinds is how many TypeMetas a Compact keeps for its records: an
+// informer's objects have one.
+const maxKinds = 1<<16 - 1
+
+// kindOf returns the kind index of obj's TypeMeta for a record (see
+// Record.kind): 0 if it has none, adding it to c's table if it is new.
+func (c *Compact[PP]) kindOf(obj PP) (uint16, error) {
+	o, ok := any(obj).(interface{ GetObjectKind() schema.ObjectKind })
+	if !ok {
+		return 0, nil
+	}
+	tm, ok := o.GetObjectKind().(*metav1.TypeMeta)
+	if !ok || (tm.APIVersion == "" && tm.Kind == "") {
+		return 0, nil
+	}
+	if kinds := c.kinds.Load(); kinds != nil {
+		for i, k := range *kinds {
+			if k == *tm {
+				return uint16(i + 1), nil
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var kinds []metav1.TypeMeta
+	if p := c.kinds.Load(); p != nil {
+		kinds = *p
+	}
+	for i, k := range kinds {
+		if k == *tm {
+			return uint16(i + 1), nil
+		}
+	}
+	if len(kinds) == maxKinds {
+		return 0, fmt.Errorf("wire: encode %s: more than %d kinds of objects", c.dec.tname, maxKinds)
+	}
+	kinds = append(slices.Clip(kinds), *tm)
+	c.kinds.Store(&kinds)
+	return uint16(len(kinds)), nil
+}
+
+// setKind gives obj, decoded from r, the TypeMeta Encode was given with it.
+func (c *Compact[PP]) setKind(r *Record, obj PP) {
+	if r.kind == 0 {
+		return
+	}
+	if o, ok := any(obj).(interface{ GetObjectKind() schema.ObjectKind }); ok {
+		if tm, ok := o.GetObjectKind().(*metav1.TypeMeta); ok {
+			*tm = (*c.kinds.Load())[r.kind-1]
+		}
+	}
+}
+
 // Protobuf returns the record of b, the bare protobuf message of a T (a
 // LIST's item), after checking that it decodes (see Decoder.Validate); its
-// error is the one decoding b would return. b may be reused once it
-// returns.
+// error is the one decoding b would return. The record holds what a read
+// of it returns: without the managedFields or the annotations the
+// Decoder's options leave out of objects. b may be reused once it returns.
 func (c *Compact[PP]) Protobuf(b []byte) (*Record, error) {
 	if err := c.dec.Validate(b); err != nil {
 		return nil, err
+	}
+	if c.trim != nil {
+		bp := c.buf()
+		defer c.bufs.Put(bp)
+		trimmed, ok, err := c.trim.trim((*bp)[:0], b, c.dec.plan)
+		if err != nil {
+			return nil, &DecodeError{Err: err} // not seen: b is valid
+		}
+		if ok {
+			*bp = trimmed[:0]
+			b = trimmed
+		}
 	}
 	return c.record(b, false), nil
 }
@@ -145,6 +229,7 @@ func (c *Compact[PP]) Decode(r *Record) (PP, error) {
 		var zero PP
 		return zero, err
 	}
+	c.setKind(r, obj)
 	return c.keep(r, obj), nil
 }
 

@@ -28,7 +28,11 @@ type Record struct {
 	// place is 1 + the record's index in its Compact's cache ring, 0
 	// while it is not there; the cache's lock guards it.
 	place uint32
-	json  bool
+	// kind is 1 + the index of the object's TypeMeta in its Compact's
+	// table of kinds, for a protobuf record made by Encode of an object
+	// that had one (protobuf has no TypeMeta); 0 otherwise.
+	kind uint16
+	json bool
 	// hot is set when the cached object is read, and cleared by the
 	// cache's clock hand as it passes (see decodedCache).
 	hot atomic.Bool

@@ -617,3 +617,50 @@ func BenchmarkSharedBytesOf(b *testing.B) {
 	b.ReportMetric(float64(refs), "refs/op")
 	b.ReportMetric(float64(n)/float64(b.N)/float64(len(recs)), "shared-B/object")
 }
+
+// A protobuf record made by Encode gives its objects the TypeMeta the
+// encoded object had, once the decoded object has left the cache, as the
+// encoding cannot carry it: a metadata informer's objects keep the kind
+// their transform set. A record of the server's bytes has none.
+func TestCompactKeepsKind(t *testing.T) {
+	d, err := NewDecoder[*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadata](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCompact(d, 0)
+	kinds := []metav1.TypeMeta{{APIVersion: "apps/v1", Kind: "Deployment"}, {APIVersion: "v1", Kind: "Pod"}, {}}
+	var recs []*Record
+	var want []*metav1.PartialObjectMetadata
+	for i := range 30 {
+		m := &metav1.PartialObjectMetadata{TypeMeta: kinds[i%3], ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("m", i), ResourceVersion: "1"}}
+		r, err := c.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Forget(r) // the decoded object leaves the cache
+		recs, want = append(recs, r), append(want, m)
+	}
+	for i, r := range recs {
+		got, err := c.Decode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want[i], got); diff != "" {
+			t.Errorf("object %d (-want +got):\n%s", i, diff)
+		}
+	}
+	if n := len(*c.kinds.Load()); n != 2 {
+		t.Errorf("%d kinds kept, want 2", n)
+	}
+	b, err := want[0].Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Protobuf(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Decode(r); err != nil || got.Kind != "" || got.APIVersion != "" {
+		t.Errorf("a record of the server's bytes decodes to %v, %v; want no TypeMeta", got.TypeMeta, err)
+	}
+}

@@ -52,6 +52,7 @@ type op struct {
 // plan decodes a message into a struct type.
 type plan struct {
 	byNum []*op // by field number; nil where the field is skipped
+	meta  bool  // the plan of a metav1.ObjectMeta (or a Meta of a projection)
 }
 
 func (p *plan) lookup(num int32) *op {
@@ -104,7 +105,7 @@ func (pl *planner) build(p, t reflect.Type, path string) (*plan, error) {
 	if x := pl.plans[k]; x != nil {
 		return x, nil
 	}
-	x := &plan{}
+	x := &plan{meta: t == objectMetaType}
 	pl.plans[k] = x // recursive types end here
 	for i := range p.NumField() {
 		pf := p.Field(i)
