@@ -3,6 +3,9 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -379,5 +382,50 @@ func checkRelistReuse[T interface {
 		if reused, ok := same[key]; !ok || !reused {
 			t.Errorf("%s: updated %v, old and new one object %v; want a reused object", key, ok, reused)
 		}
+	}
+}
+
+// A program that writes to a cached object's labels (which the contract
+// forbids) does not change the labels of objects decoded after it, though
+// package wire gave them one map: the informer's Stats count the write, so
+// that the bug can be found. Decoded and compact stores alike.
+func TestFactorySharedMapsWritten(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
+			srv := newFakeAPI(t, podsResource)
+			create(t, srv, factoryPod("a", "p1", "n1"), factoryPod("a", "p2", "n1"))
+			f := newTestFactory(t, srv, FactoryOptions{})
+			pods, err := For[*corev1.Pod](f, ForOptions[*corev1.Pod]{Compact: compact})
+			if err != nil {
+				t.Fatal(err)
+			}
+			syncFactory(t, t.Context(), f)
+			// Both Pods have the labels {app: p1} and {app: p2}: a Pod
+			// with p1's labels is decoded, and its map shared.
+			same := factoryPod("a", "p3", "n1")
+			same.Labels = map[string]string{"app": "p1"}
+			create(t, srv, same)
+			waitUntil(t, "p3 cached", func() bool { _, ok := pods.GetIndexer().GetByKey("a/p3"); return ok })
+			p1, _ := pods.GetIndexer().GetByKey("a/p1")
+			p3, _ := pods.GetIndexer().GetByKey("a/p3")
+			if !compact && reflect.ValueOf(p1.Labels).Pointer() != reflect.ValueOf(p3.Labels).Pointer() {
+				t.Fatal("equal labels not shared: nothing to test")
+			}
+			p3.Labels["app"] = "written" // forbidden
+			next := factoryPod("a", "p4", "n1")
+			next.Labels = map[string]string{"app": "p1"}
+			create(t, srv, next)
+			waitUntil(t, "p4 cached", func() bool { _, ok := pods.GetIndexer().GetByKey("a/p4"); return ok })
+			p4, _ := pods.GetIndexer().GetByKey("a/p4")
+			if p4.Labels["app"] != "p1" {
+				t.Errorf("a Pod decoded after the write has labels %v, want those the server sent", p4.Labels)
+			}
+			if got, err := pods.Lister().List(labels.SelectorFromSet(labels.Set{"app": "p1"})); err != nil || !slices.ContainsFunc(got, func(p *corev1.Pod) bool { return p.Name == "p4" }) {
+				t.Errorf("app=p1 lists %s, %v; want p4 among them", podsString(got), err)
+			}
+			if n := pods.Stats().SharedMapsWritten; n != 1 {
+				t.Errorf("Stats().SharedMapsWritten = %d, want 1", n)
+			}
+		})
 	}
 }

@@ -57,6 +57,18 @@ type Stats struct {
 	// object an index function fails on is cached all the same, without
 	// that index's values, and logged, not counted.
 	DecodeErrors uint64
+	// SharedMapsWritten counts the maps cached objects share that were
+	// found written to: package wire's decoder gives objects with equal
+	// labels, annotations or resource lists one map (wire.Options,
+	// NoMapSharing), and checks a map each time it would share it again.
+	// A write through one object, which the contract forbids (objects
+	// handed out are the cache's, never to be modified), reaches every
+	// object holding that map; the decoder then stops sharing it, so
+	// objects decoded afterwards carry what the server sent. Above zero,
+	// the program writes to cached objects: DeepCopy before modifying.
+	// Always zero for informers that do not share maps (client-go's
+	// codecs, a transform, NoMapSharing).
+	SharedMapsWritten uint64
 	// ResourceVersion is the resource version the cache has applied (see
 	// AppliedResourceVersion); "" before any.
 	ResourceVersion string
@@ -98,6 +110,8 @@ func (s *SharedIndexInformer[T]) Stats() Stats {
 		Watches:      s.counters.watches.Load(),
 		Errors:       s.counters.errors.Load(),
 		DecodeErrors: s.counters.decodeErrors.Load(),
+
+		SharedMapsWritten: s.indexer.sharedMapsWritten(),
 	}
 	if st.Lists > 0 {
 		st.Relists = st.Lists - 1

@@ -29,6 +29,9 @@ type objectSizer[T any] struct {
 	// than per object: the tables of the decoder that made them
 	// (wire.Decoder.SharedBytes); nil if none.
 	shared func() int
+	// written counts the maps the objects shared that the decoder found
+	// written to (wire.Decoder.SharedMapsWritten); nil if none are shared.
+	written func() uint64
 }
 
 // plainSizer returns the objectSizer of T that knows no sharing: an
@@ -41,7 +44,7 @@ func plainSizer[T any]() objectSizer[T] {
 // decoderSizer returns the objectSizer of the objects dec decodes, which
 // counts what dec shares once.
 func decoderSizer[T any](dec *wire.Decoder[T]) objectSizer[T] {
-	return objectSizer[T]{size: dec.Sizer().Size, shared: dec.SharedBytes}
+	return objectSizer[T]{size: dec.Sizer().Size, shared: dec.SharedBytes, written: dec.SharedMapsWritten}
 }
 
 // setSizer makes s count the bytes of its objects with sz. s must be
@@ -177,7 +180,21 @@ func (d *wireDecoding[T]) objectSizer() objectSizer[T] {
 			}
 			return 0
 		},
+		written: func() uint64 {
+			if dec := decoder(); dec != nil {
+				return dec.SharedMapsWritten()
+			}
+			return 0
+		},
 	}
+}
+
+// sharedMapsWritten returns what Stats.SharedMapsWritten reports.
+func (s *Store[T]) sharedMapsWritten() uint64 {
+	if s.sizer.written == nil {
+		return 0
+	}
+	return s.sizer.written()
 }
 
 // isStarted reports whether the informer has started: its transform can

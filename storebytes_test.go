@@ -46,25 +46,38 @@ func TestStoreBytesMatchesHeap(t *testing.T) {
 		for i, p := range src {
 			encs[i], _ = p.Marshal()
 		}
-		for _, compact := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/compact=%v", c.name, compact), func(t *testing.T) {
+		// decoded: objects decoded and added; compact: the same, kept as
+		// records, with the decoded objects the codec caches; listed: a
+		// compact store of listed records, every object then read, so
+		// that the codec caches objects decoded from records, whose
+		// strings are the records' memory.
+		for _, mode := range []string{"decoded", "compact", "listed"} {
+			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				before := heapAlloc()
 				dec, err := wire.NewDecoder[*corev1.Pod, *corev1.Pod](wire.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				var codec *wire.Compact[*corev1.Pod]
-				if compact {
+				if mode != "decoded" {
 					codec = wire.NewCompact(dec, wire.DecodedCacheSize)
 				}
 				x := informerIndexer(decoderSizer(dec), codec)
-				for _, b := range encs {
-					obj, err := dec.Protobuf(b)
-					if err != nil {
+				if mode == "listed" {
+					if err := x.replaceEncoded(listedRecords(t, codec, src), false); err != nil {
 						t.Fatal(err)
 					}
-					if err := x.Add(obj); err != nil {
-						t.Fatal(err)
+					for range x.All() { // decodes each record, the last ones cached
+					}
+				} else {
+					for _, b := range encs {
+						obj, err := dec.Protobuf(b)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if err := x.Add(obj); err != nil {
+							t.Fatal(err)
+						}
 					}
 				}
 				held := heapAlloc() - before

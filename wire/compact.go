@@ -420,10 +420,14 @@ func growTo(b []byte, n int) []byte {
 }
 
 // DecodedBytes returns the heap bytes of the decoded objects c keeps (see
-// NewCompact), as its decoder's Sizer counts them.
+// NewCompact), as its decoder's Sizer counts them, less their strings and
+// bytes made over their records' memory, which the records hold.
 func (c *Compact[PP]) DecodedBytes() int {
-	sz := c.dec.Sizer()
+	sz := *c.dec.Sizer()
 	n := 0
-	c.cache.each(func(p unsafe.Pointer) { n += sz.Size(cast[PP](p)) })
+	c.cache.each(func(r *Record, p unsafe.Pointer) {
+		sz.rec = r
+		n += sz.Size(cast[PP](p))
+	})
 	return n
 }

@@ -97,8 +97,8 @@ func (c *decodedCache) len() int {
 	return n
 }
 
-// each calls f with the decoded object of every record in the ring.
-func (c *decodedCache) each(f func(obj unsafe.Pointer)) {
+// each calls f with every record in the ring and its decoded object.
+func (c *decodedCache) each(f func(r *Record, obj unsafe.Pointer)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range c.ring {
@@ -106,7 +106,7 @@ func (c *decodedCache) each(f func(obj unsafe.Pointer)) {
 			continue
 		}
 		if p := r.cached(); p != nil {
-			f(p)
+			f(r, p)
 		}
 	}
 }

@@ -86,5 +86,23 @@ func (r *Record) Shared() (runs, bytes int) {
 	return len(r.refs), bytes
 }
 
+// holds reports whether p points into the record's memory: its own bytes
+// or a run it shares, where the strings of an object decoded from it are
+// made (see aliases).
+func (r *Record) holds(p unsafe.Pointer) bool {
+	in := func(start unsafe.Pointer, n int) bool {
+		return uintptr(p) >= uintptr(start) && uintptr(p) < uintptr(start)+uintptr(n)
+	}
+	if len(r.own) > 0 && in(unsafe.Pointer(unsafe.StringData(r.own)), len(r.own)) {
+		return true
+	}
+	for _, rf := range r.refs {
+		if in(unsafe.Pointer(rf.p), int(rf.n)) {
+			return true
+		}
+	}
+	return false
+}
+
 // cached returns the decoded object the record caches, nil if none.
 func (r *Record) cached() unsafe.Pointer { return atomic.LoadPointer(&r.obj) }

@@ -35,13 +35,24 @@ type mapSlot struct {
 	typ unsafe.Pointer // the descriptor of the map's type
 	run string         // the bytes the map was made for
 	m   unsafe.Pointer // the map, a value of typ; nil: the way is empty
+	// snap is a copy of the map's entries when it was remembered, which
+	// a hit compares it with (see intact).
+	snap mapSnapshot
 }
 
 // get returns the map of type typ the set remembers for run, nil if none;
-// a hit makes its way the most recently used.
-func (set *mapSet) get(typ unsafe.Pointer, run []byte) unsafe.Pointer {
+// a hit makes its way the most recently used. A map found changed since it
+// was remembered, written to through an object that holds it (which the
+// objects' contract forbids), is forgotten and counted in *written: it
+// holds what that write put there, not what run says.
+func (set *mapSet) get(typ unsafe.Pointer, run []byte, written *uint64) unsafe.Pointer {
 	for w := range set.ways {
 		if slot := &set.ways[w]; slot.m != nil && slot.typ == typ && slot.run == string(run) {
+			if !slot.snap.intact(slot.m) {
+				*written++
+				set.ways[w], set.used[w] = mapSlot{}, 0
+				return nil
+			}
 			set.clock++
 			set.used[w] = set.clock
 			return slot.m
@@ -50,9 +61,9 @@ func (set *mapSet) get(typ unsafe.Pointer, run []byte) unsafe.Pointer {
 	return nil
 }
 
-// put remembers m, a map of type typ, for run, a string the set keeps, in
-// place of the set's least recently used way.
-func (set *mapSet) put(typ unsafe.Pointer, run string, m unsafe.Pointer) {
+// put remembers m, a map of type t (whose descriptor is typ), for run, a
+// string the set keeps, in place of the set's least recently used way.
+func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run string, m unsafe.Pointer) {
 	w := 0
 	for i, u := range set.used {
 		if u < set.used[w] {
@@ -60,8 +71,127 @@ func (set *mapSet) put(typ unsafe.Pointer, run string, m unsafe.Pointer) {
 		}
 	}
 	set.clock++
-	set.ways[w] = mapSlot{typ: typ, run: run, m: m}
+	set.ways[w] = mapSlot{typ: typ, run: run, m: m, snap: snapshotMap(t, m)}
 	set.used[w] = set.clock
+}
+
+// mapSnapshot is a copy of the entries of a shared map, kept to tell
+// whether the map has been written to since: by its length, then entry by
+// entry. The common maps are compared without reflection: those of string
+// keys and values (labels, annotations, node selectors) and of string keys
+// and Quantity values (ResourceLists); others through reflect.
+type mapSnapshot struct {
+	strs []string        // key, value, key, value... of a string map
+	qs   []quantityEntry // of a map of Quantities
+	val  reflect.Value   // a copy of any other map
+	kind mapKind         // which of the above
+	t    reflect.Type    // the map's type, for kind otherMap
+}
+
+// quantityEntry is one entry of a map of Quantities.
+type quantityEntry struct {
+	key string
+	q   resource.Quantity
+}
+
+// mapKind is how a map's entries are compared.
+type mapKind uint8
+
+const (
+	stringMap   mapKind = iota // string keys and string values
+	quantityMap                // string keys and resource.Quantity values
+	otherMap
+)
+
+// kindOfMap returns how the entries of maps of type t are compared.
+func kindOfMap(t reflect.Type) mapKind {
+	if t.Key().Kind() != reflect.String {
+		return otherMap
+	}
+	switch {
+	case t.Elem().Kind() == reflect.String:
+		return stringMap
+	case t.Elem() == quantityType:
+		return quantityMap
+	}
+	return otherMap
+}
+
+// snapshotMap returns a snapshot of m, a map of type t. The maps of string
+// keys are read as maps of string keys and the same values: their
+// types differ from those in names only, and the runtime lays them out and
+// hashes their keys alike.
+func snapshotMap(t reflect.Type, m unsafe.Pointer) mapSnapshot {
+	sn := mapSnapshot{kind: kindOfMap(t), t: t}
+	switch sn.kind {
+	case stringMap:
+		mm := *(*map[string]string)(unsafe.Pointer(&m))
+		sn.strs = make([]string, 0, 2*len(mm))
+		for k, v := range mm {
+			sn.strs = append(sn.strs, k, v)
+		}
+	case quantityMap:
+		mm := *(*map[string]resource.Quantity)(unsafe.Pointer(&m))
+		sn.qs = make([]quantityEntry, 0, len(mm))
+		for k, q := range mm {
+			sn.qs = append(sn.qs, quantityEntry{k, q})
+		}
+	default:
+		v := reflect.NewAt(t, unsafe.Pointer(&m)).Elem()
+		sn.val = reflect.MakeMapWithSize(t, v.Len())
+		for it := v.MapRange(); it.Next(); {
+			sn.val.SetMapIndex(it.Key(), it.Value())
+		}
+	}
+	return sn
+}
+
+// bytes returns the heap bytes of the snapshot's copy: its entries refer
+// to the map's keys and values, which it does not count.
+func (sn *mapSnapshot) bytes() int {
+	switch sn.kind {
+	case stringMap:
+		return allocBytes(cap(sn.strs) * int(unsafe.Sizeof("")))
+	case quantityMap:
+		return allocBytes(cap(sn.qs) * int(unsafe.Sizeof(quantityEntry{})))
+	}
+	if !sn.val.IsValid() {
+		return 0
+	}
+	var plain Sizer[map[string]string] // knows of no sharing
+	m := sn.val.UnsafePointer()
+	return plain.walk(sizePlanOf(sn.t), unsafe.Pointer(&m))
+}
+
+// intact reports whether m holds the entries of the snapshot, and no
+// others.
+func (sn *mapSnapshot) intact(m unsafe.Pointer) bool {
+	switch sn.kind {
+	case stringMap:
+		mm := *(*map[string]string)(unsafe.Pointer(&m))
+		if len(mm) != len(sn.strs)/2 {
+			return false
+		}
+		for i := 0; i < len(sn.strs); i += 2 {
+			if v, ok := mm[sn.strs[i]]; !ok || v != sn.strs[i+1] {
+				return false
+			}
+		}
+		return true
+	case quantityMap:
+		mm := *(*map[string]resource.Quantity)(unsafe.Pointer(&m))
+		if len(mm) != len(sn.qs) {
+			return false
+		}
+		for _, e := range sn.qs {
+			if q, ok := mm[e.key]; !ok || q != e.q {
+				return false
+			}
+		}
+		return true
+	}
+	v := reflect.NewAt(sn.t, unsafe.Pointer(&m)).Elem()
+	return v.Len() == sn.val.Len() && reflect.DeepEqual(v.Interface(), sn.val.Interface())
 }
 
 // mapTable remembers the maps made for recent runs of map entries, of any
@@ -74,6 +204,9 @@ type mapTable struct {
 	sets []mapSet
 	keys []string // scratch of share
 	buf  []byte   // scratch of share
+	// written counts the maps found written to since they were
+	// remembered (see mapSet.get).
+	written uint64
 }
 
 const (
@@ -100,7 +233,7 @@ func (t *mapTable) find(typ unsafe.Pointer, run []byte) (*mapSet, unsafe.Pointer
 	// different sets, most often, and do not evict each other.
 	h := maphash.Bytes(t.seed, run) ^ (uint64(uintptr(typ))*0x9e3779b97f4a7c15)>>32
 	set := &t.sets[h&(mapSets-1)]
-	return set, set.get(typ, run)
+	return set, set.get(typ, run, &t.written)
 }
 
 // share replaces the map at m, decoded from JSON, by an equal one seen
@@ -132,7 +265,7 @@ func (t *mapTable) share(m *map[string]string) {
 	if set, seen := t.find(stringMapDescriptor, t.buf); seen != nil {
 		*(*unsafe.Pointer)(ptr) = seen
 	} else if set != nil {
-		set.put(stringMapDescriptor, string(t.buf), *(*unsafe.Pointer)(ptr))
+		set.put(stringMapDescriptor, stringMapType, string(t.buf), *(*unsafe.Pointer)(ptr))
 	}
 }
 

@@ -222,13 +222,14 @@ func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	var set mapSet
 	typ := stringMapDescriptor
 	ptr := func(m map[string]string) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
-	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(run)) }
+	var written uint64
+	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(run), &written) }
 	maps := map[string]map[string]string{}
 	for _, run := range []string{"a", "b", "c", "d", "e"} {
 		maps[run] = map[string]string{run: ""}
 	}
 	for _, run := range []string{"a", "b", "c", "d"} {
-		set.put(typ, run, ptr(maps[run]))
+		set.put(typ, stringMapType, run, ptr(maps[run]))
 	}
 	for _, run := range []string{"a", "b", "c", "d"} {
 		if get(run) != ptr(maps[run]) {
@@ -238,7 +239,7 @@ func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	for _, run := range []string{"a", "c", "d"} {
 		get(run) // b is now the least recently used
 	}
-	set.put(typ, "e", ptr(maps["e"]))
+	set.put(typ, stringMapType, "e", ptr(maps["e"]))
 	if get("b") != nil {
 		t.Error("the least recently used run was kept")
 	}

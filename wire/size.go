@@ -40,6 +40,10 @@ type Sizer[T any] struct {
 	top *sizeType
 	// shares is the decoder whose sharing the Sizer knows; nil if none.
 	shares *sharing
+	// rec, when set, is the record the object was decoded from: its
+	// strings and bytes made over the record's memory are the record's,
+	// counted with it (Record.Bytes), not with the object.
+	rec *Record
 }
 
 // sizeType is the plan of one type: the parts of a value of it that reach
@@ -179,6 +183,9 @@ func (s *Sizer[T]) stringSize(str string) int {
 	if s.shares != nil && s.shares.strs.holds(str) {
 		return 0
 	}
+	if s.rec != nil && len(str) > 0 && s.rec.holds(unsafe.Pointer(unsafe.StringData(str))) {
+		return 0
+	}
 	return stringBytes(len(str))
 }
 
@@ -202,6 +209,9 @@ func (s *Sizer[T]) walk(x *sizeType, p unsafe.Pointer) int {
 			return 0
 		}
 		if x.fieldsRaw && s.shares != nil && s.shares.holdsBytes(unsafe.Slice((*byte)(h.data), h.len)) {
+			return 0
+		}
+		if s.rec != nil && x.elem.kind == reflect.Uint8 && s.rec.holds(h.data) {
 			return 0
 		}
 		n := allocBytes(h.cap * int(x.elem.size))
@@ -464,7 +474,7 @@ func (sh *sharing) heldBytes() int {
 		n += allocBytes(len(t.sets) * int(unsafe.Sizeof(mapSet{})))
 		for i := range t.sets {
 			for _, w := range t.sets[i].ways {
-				n += stringBytes(len(w.run))
+				n += stringBytes(len(w.run)) + w.snap.bytes()
 			}
 		}
 	}
@@ -498,4 +508,24 @@ func (d *Decoder[PP]) SharedBytes() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.share.heldBytes()
+}
+
+// SharedMapsWritten counts the shared maps d found written to since it
+// handed them out: maps its objects share (see Options.NoMapSharing) that
+// a reader changed through one object, which the objects' contract
+// forbids. d checks a map each time it would hand it to one more object,
+// by its length and then its entries, and hands out such a map no more:
+// objects decoded after the write get what the server sent. The objects
+// that held the map before still hold it, written. A count above zero
+// says that the program writes to objects it must only read.
+func (d *Decoder[PP]) SharedMapsWritten() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n uint64
+	for _, t := range []*mapTable{d.maps, d.jsonMaps} {
+		if t != nil {
+			n += t.written
+		}
+	}
+	return n
 }

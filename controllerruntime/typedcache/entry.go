@@ -158,14 +158,28 @@ func (e *typedEntry[S, O]) list(out client.ObjectList, o *client.ListOptions, un
 		return err
 	}
 	items := reflect.ValueOf(ptr).Elem()
-	if items.Kind() != reflect.Slice || items.Type().Elem() != e.elem {
+	// Items is []T, or []*T as some CRD list types declare it.
+	pointers := items.Kind() == reflect.Slice && items.Type().Elem().Kind() == reflect.Pointer && items.Type().Elem().Elem() == e.elem
+	if items.Kind() != reflect.Slice || (items.Type().Elem() != e.elem && !pointers) {
 		return fmt.Errorf("typedcache: the cache holds *%v, but %T was asked for", e.elem, out)
 	}
-	// The items are filled in place: one allocation for all of them.
+	// The items are filled in place: one allocation for all of them, and
+	// one per item for []*T.
 	s := reflect.MakeSlice(items.Type(), len(objs), len(objs))
 	for i, src := range objs {
-		item := s.Index(i).Addr()
-		dst := item.Interface().(O)
+		var dst O
+		switch {
+		case pointers && unsafe:
+			// As controller-runtime: the cached object itself.
+			s.Index(i).Set(reflect.ValueOf(e.conv.view(src)))
+			continue
+		case pointers:
+			item := reflect.New(e.elem)
+			s.Index(i).Set(item)
+			dst = item.Interface().(O)
+		default:
+			dst = s.Index(i).Addr().Interface().(O)
+		}
 		if unsafe {
 			e.conv.shallow(src, dst)
 			continue

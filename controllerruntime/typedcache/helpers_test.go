@@ -53,6 +53,35 @@ func (l *widgetList) DeepCopyObject() runtime.Object {
 
 var widgetGV = schema.GroupVersion{Group: "example.com", Version: "v1"}
 
+// gadget is a CRD Go type whose list type holds pointers, as some CRD list
+// types are written.
+type gadget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Color             string `json:"color"`
+}
+
+func (g *gadget) DeepCopyObject() runtime.Object {
+	out := *g
+	g.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return &out
+}
+
+type gadgetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []*gadget `json:"items"`
+}
+
+func (l *gadgetList) DeepCopyObject() runtime.Object {
+	out := *l
+	out.Items = make([]*gadget, len(l.Items))
+	for i, g := range l.Items {
+		out.Items[i] = g.DeepCopyObject().(*gadget)
+	}
+	return &out
+}
+
 // testScheme is client-go's scheme plus widget.
 func testScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
@@ -62,6 +91,8 @@ func testScheme(t testing.TB) *runtime.Scheme {
 	}
 	s.AddKnownTypeWithName(widgetGV.WithKind("Widget"), &widget{})
 	s.AddKnownTypeWithName(widgetGV.WithKind("WidgetList"), &widgetList{})
+	s.AddKnownTypeWithName(widgetGV.WithKind("Gadget"), &gadget{})
+	s.AddKnownTypeWithName(widgetGV.WithKind("GadgetList"), &gadgetList{})
 	metav1.AddToGroupVersion(s, widgetGV)
 	return s
 }
@@ -71,15 +102,16 @@ var (
 	configMapsResource = fakeapi.Resource{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Name: "configmaps", Namespaced: true, Protobuf: true}
 	nodesResource      = fakeapi.Resource{GVK: corev1.SchemeGroupVersion.WithKind("Node"), Name: "nodes", Protobuf: true}
 	widgetsResource    = fakeapi.Resource{GVK: widgetGV.WithKind("Widget"), Name: "widgets", Namespaced: true}
+	gadgetsResource    = fakeapi.Resource{GVK: widgetGV.WithKind("Gadget"), Name: "gadgets", Namespaced: true}
 
 	podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 )
 
-// newServer starts a fake API server serving pods, configmaps, nodes and
-// widgets, closed when the test ends.
+// newServer starts a fake API server serving pods, configmaps, nodes,
+// widgets and gadgets, closed when the test ends.
 func newServer(t testing.TB, scheme *runtime.Scheme) *fakeapi.Server {
 	t.Helper()
-	srv := fakeapi.New(scheme, podsResource, configMapsResource, nodesResource, widgetsResource)
+	srv := fakeapi.New(scheme, podsResource, configMapsResource, nodesResource, widgetsResource, gadgetsResource)
 	t.Cleanup(srv.Close)
 	return srv
 }

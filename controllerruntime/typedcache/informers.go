@@ -123,14 +123,19 @@ func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string,
 	return nil
 }
 
+// ErrAlreadyStarted is returned, wrapped, by a second Start of a Cache. Its
+// text is that of controller-runtime's error for the same, which callers
+// may look for.
+var ErrAlreadyStarted = errors.New("informer already started")
+
 // Start runs every informer of the cache, and those made later, until ctx
 // ends; it then stops them and returns once all have returned. A second
-// Start is an error.
+// Start returns an error wrapping ErrAlreadyStarted.
 func (c *Cache) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.startCalled {
 		c.mu.Unlock()
-		return errors.New("typedcache: the cache has already been started")
+		return fmt.Errorf("typedcache: Start called twice: %w", ErrAlreadyStarted)
 	}
 	c.startCalled = true
 	if _, err := logr.FromContext(ctx); err != nil {

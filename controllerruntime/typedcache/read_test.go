@@ -3,6 +3,8 @@ package typedcache
 import (
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -295,5 +297,81 @@ func TestNotStartedAndNotCached(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "p"}, &corev1.Pod{}); err != nil {
 		t.Errorf("Get with an informer = %v", err)
+	}
+}
+
+// List fills a list type whose Items are pointers ([]*T, as some CRD list
+// types declare them) as one of values: deep copies with their kind, or,
+// with UnsafeDisableDeepCopy, the cached objects; in one namespace and
+// across namespaces configured apart; for a type the cache knows only
+// from the scheme and one it decodes itself.
+func TestListPointerItems(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts cache.Options
+		o    Options
+	}{
+		{"scheme", cache.Options{}, Options{}},
+		{"For", cache.Options{}, Options{Types: []Typed{For[*gadget]()}}},
+		{"namespaces", cache.Options{DefaultNamespaces: map[string]cache.Config{"a": {}, "b": {}}}, Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			scheme := testScheme(t)
+			srv := newServer(t, scheme)
+			create(t, srv,
+				&gadget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "g1", Labels: map[string]string{"app": "x"}}, Color: "red"},
+				&gadget{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "g2"}, Color: "blue"},
+			)
+			c := newTestCache(t, srv, scheme, tc.opts, tc.o)
+			start(t, c)
+			ctx := timeout(t)
+			for _, unsafe := range []bool{false, true} {
+				var all gadgetList
+				if err := c.List(ctx, &all, &client.ListOptions{UnsafeDisableDeepCopy: &unsafe}); err != nil {
+					t.Fatalf("unsafe %v: %v", unsafe, err)
+				}
+				var got []string
+				for _, g := range all.Items {
+					got = append(got, g.Namespace+"/"+g.Name+"="+g.Color)
+					if !unsafe && g.GroupVersionKind() != widgetGV.WithKind("Gadget") {
+						t.Errorf("item %s has kind %v", g.Name, g.GroupVersionKind())
+					}
+				}
+				slices.Sort(got)
+				if want := []string{"a/g1=red", "b/g2=blue"}; !slices.Equal(got, want) {
+					t.Errorf("unsafe %v: listed %v, want %v", unsafe, got, want)
+				}
+				var one gadgetList
+				if err := c.List(ctx, &one, client.InNamespace("a"), client.MatchingLabels{"app": "x"}, &client.ListOptions{UnsafeDisableDeepCopy: &unsafe}); err != nil {
+					t.Fatal(err)
+				}
+				if len(one.Items) != 1 || one.Items[0].Name != "g1" {
+					t.Errorf("unsafe %v: in a with app=x, listed %d items", unsafe, len(one.Items))
+				}
+			}
+			// A deep copy is the reader's own.
+			var l gadgetList
+			if err := c.List(ctx, &l, client.InNamespace("a")); err != nil {
+				t.Fatal(err)
+			}
+			l.Items[0].Color = "written"
+			var again gadget
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "g1"}, &again); err != nil || again.Color != "red" {
+				t.Errorf("after writing to a listed item: Get = %q, %v", again.Color, err)
+			}
+		})
+	}
+}
+
+// A second Start fails with an error that says, as controller-runtime's
+// does, that the informer already started.
+func TestStartTwice(t *testing.T) {
+	scheme := testScheme(t)
+	srv := newServer(t, scheme)
+	c := newTestCache(t, srv, scheme, cache.Options{}, Options{})
+	start(t, c)
+	err := c.Start(timeout(t))
+	if !errors.Is(err, ErrAlreadyStarted) || !strings.Contains(err.Error(), "informer already started") {
+		t.Errorf("a second Start: %v", err)
 	}
 }
