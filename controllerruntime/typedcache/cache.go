@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,9 +46,15 @@ type Cache struct {
 	types        map[reflect.Type]entryMaker // Options.Types, by the Go type readers ask for
 
 	failOnMissing bool // ReaderFailOnMissingInformer
-	defaults      *router
-	byGVK         map[schema.GroupVersionKind]*router // ByObject
-	scopes        []*scope                            // every scope, once
+	// newInformer is cache.Options.NewInformer: when set, it makes every
+	// informer of the cache (see newinformer.go).
+	newInformer func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
+	// watchErrorHandler is cache.Options.DefaultWatchErrorHandler, for the
+	// informers newInformer makes.
+	watchErrorHandler toolscache.WatchErrorHandlerWithContext
+	defaults          *router
+	byGVK             map[schema.GroupVersionKind]*router // ByObject
+	scopes            []*scope                            // every scope, once
 
 	namespaced sync.Map // schema.GroupVersionKind -> bool, for routing
 
@@ -63,8 +70,8 @@ func newCache(cfg *rest.Config, opts cache.Options, o Options) (*Cache, error) {
 	if cfg == nil {
 		return nil, errors.New("typedcache: nil *rest.Config")
 	}
-	if opts.NewInformer != nil {
-		return nil, fmt.Errorf("%w: NewInformer: the cache makes the library's informers", ErrUnsupported)
+	if opts.NewInformer != nil && len(o.Types) > 0 {
+		return nil, fmt.Errorf("%w: NewInformer with Options.Types: the informers of those types are the library's", ErrUnsupported)
 	}
 	if o.Decoding != informer.DecodeWire && o.Decoding != informer.DecodeClientGo {
 		return nil, fmt.Errorf("typedcache: unknown DecodingMode %d", o.Decoding)
@@ -77,6 +84,7 @@ func newCache(cfg *rest.Config, opts cache.Options, o Options) (*Cache, error) {
 		cfg: cfg, http: opts.HTTPClient, scheme: opts.Scheme, mapper: opts.Mapper,
 		logger: ctrllog.Log.WithName("typedcache"), opts: o, informerOpts: o.Informer,
 		types: make(map[reflect.Type]entryMaker), failOnMissing: opts.ReaderFailOnMissingInformer,
+		newInformer: opts.NewInformer, watchErrorHandler: opts.DefaultWatchErrorHandler,
 		byGVK: make(map[schema.GroupVersionKind]*router), started: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	var err error
@@ -173,6 +181,9 @@ func (c *Cache) routerFor(gvk schema.GroupVersionKind) *router {
 
 // makerFor returns how to make the entry of k.
 func (c *Cache) makerFor(k kind) entryMaker {
+	if c.newInformer != nil {
+		return clientGoMaker
+	}
 	switch k.rep {
 	case unstructuredRep:
 		return unstructuredMaker

@@ -3,7 +3,6 @@ package typedcache
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,10 +29,7 @@ import (
 // fallbackEntry is the entry of a kind whose Go type only the scheme knows.
 type fallbackEntry struct {
 	*typedEntry[client.Object, client.Object]
-	mu      sync.Mutex         // guards cancel and removed
-	cancel  context.CancelFunc // stops the informer; nil until it runs
-	removed bool               // the entry was removed: never run it
-	done    chan struct{}      // closed when the informer's Run has returned
+	selfRun
 }
 
 // fallbackMaker makes the entry of k, a kind whose Go type the cache does
@@ -74,8 +70,10 @@ func fallbackMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("typedcache: informer of %v: %w", k.gvk, err)
 	}
-	e := &fallbackEntry{done: make(chan struct{})}
-	e.typedEntry = newTypedEntry(inf, k, sameConverter[client.Object](), clientgo.SharedIndexInformer(inf), e.stopInformer)
+	e := &fallbackEntry{selfRun: newSelfRun(inf.Name(), func(ctx context.Context) {
+		_ = inf.Run(ctx) // it reports what it meets itself; readers see a stopped informer
+	})}
+	e.typedEntry = newTypedEntry(inf, k, sameConverter[client.Object](), clientgo.SharedIndexInformer(inf), e.stopRun)
 	s.run(e)
 	return e, nil
 }
@@ -114,39 +112,4 @@ func metricsFor(io informer.InformerOptions, name string) informer.Metrics {
 		return nil
 	}
 	return io.Metrics(name)
-}
-
-// launch runs the informer on wg with ctx, until ctx ends or the entry is
-// removed; once only, and never after the entry was removed.
-func (e *fallbackEntry) launch(ctx context.Context, wg *sync.WaitGroup) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.cancel != nil || e.removed {
-		return
-	}
-	ctx, e.cancel = context.WithCancel(ctx)
-	cancel := e.cancel
-	wg.Go(func() {
-		defer close(e.done)
-		defer cancel()
-		_ = e.inf.Run(ctx) // it reports what it meets itself; readers see a stopped informer
-	})
-}
-
-// stopInformer stops the informer, if it runs, and waits for it.
-func (e *fallbackEntry) stopInformer(ctx context.Context) error {
-	e.mu.Lock()
-	e.removed = true
-	cancel := e.cancel
-	e.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-e.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("typedcache: remove %s: %w", e.inf.Name(), context.Cause(ctx))
-	}
 }

@@ -193,3 +193,31 @@ func TestReadTimeout(t *testing.T) {
 		t.Errorf("Get = %v, want Timeout", err)
 	}
 }
+
+// With a namespace map, GetInformer waits for each namespace's informer as
+// soon as it makes it, before it makes the next: with a context already
+// done, an informer that has not synced fails the call at once, and the
+// informers of the namespaces after it are not made. (Made first and
+// waited for after, the first had the time the others took to be made to
+// sync, and the call then succeeded or not by chance.)
+func TestGetInformerWaitsAsItMakes(t *testing.T) {
+	scheme := testScheme(t)
+	srv := newServer(t, scheme)
+	srv.Fail(podsGVR, http.StatusInternalServerError) // the informers never sync
+	c := newTestCache(t, srv, scheme, cache.Options{DefaultNamespaces: map[string]cache.Config{"a": {}, "b": {}}}, Options{})
+	start(t, c)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.GetInformer(done, &corev1.Pod{}); !apierrors.IsTimeout(err) {
+		t.Errorf("GetInformer with a done context = %v, want a Timeout", err)
+	}
+	made := 0
+	for _, s := range c.scopes {
+		if s.lookup(entryKey{corev1.SchemeGroupVersion.WithKind("Pod"), typedRep}) != nil {
+			made++
+		}
+	}
+	if made != 1 {
+		t.Errorf("%d informers made of 2, want only the first", made)
+	}
+}

@@ -14,6 +14,13 @@ import (
 // entriesOf returns the entries of req in every scope that caches its
 // kind, making those that are missing.
 func (c *Cache) entriesOf(ctx context.Context, req request) ([]entry, error) {
+	return c.entriesWaiting(ctx, req, nil)
+}
+
+// entriesWaiting is entriesOf that calls wait, if not nil, on each entry
+// as soon as it has it, before it makes the next: an informer made last is
+// not given the time the others take to be made before it is waited for.
+func (c *Cache) entriesWaiting(ctx context.Context, req request, wait func(entry) error) ([]entry, error) {
 	scopes := req.r.scopes
 	if req.r.single == nil {
 		namespaced, err := c.isNamespaced(req)
@@ -27,6 +34,11 @@ func (c *Cache) entriesOf(ctx context.Context, req request) ([]entry, error) {
 		e, err := c.entryIn(ctx, s, req)
 		if err != nil {
 			return nil, err
+		}
+		if wait != nil {
+			if err := wait(e); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, e)
 	}
@@ -61,20 +73,17 @@ func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionK
 }
 
 func (c *Cache) informerOf(ctx context.Context, req request, opts []cache.InformerGetOption) (cache.Informer, error) {
-	entries, err := c.entriesOf(ctx, req)
-	if err != nil {
-		return nil, err
-	}
 	o := cache.InformerGetOptions{}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	var wait func(entry) error
 	if (o.BlockUntilSynced == nil || *o.BlockUntilSynced) && c.isStarted() {
-		for _, e := range entries {
-			if err := c.waitForSync(ctx, e, req.obj); err != nil {
-				return nil, err
-			}
-		}
+		wait = func(e entry) error { return c.waitForSync(ctx, e, req.obj) }
+	}
+	entries, err := c.entriesWaiting(ctx, req, wait)
+	if err != nil {
+		return nil, err
 	}
 	if len(entries) == 1 {
 		return entries[0].informer(), nil

@@ -11,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,9 +27,6 @@ func TestRefusedOptions(t *testing.T) {
 		o    Options
 		is   error
 	}{
-		{"NewInformer", cache.Options{NewInformer: func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
-			return nil
-		}}, Options{}, ErrUnsupported},
 		{"DefaultEnableWatchBookmarks false", cache.Options{DefaultEnableWatchBookmarks: ptr.To(false)}, Options{}, ErrUnsupported},
 		{"ByObject EnableWatchBookmarks false", cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {EnableWatchBookmarks: ptr.To(false)},

@@ -2,6 +2,7 @@ package typedcache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -67,7 +68,10 @@ func (c *Cache) waitApplied(ctx context.Context, req request, rvs map[client.Obj
 		}
 	}
 	for e, rv := range newest {
-		if err := e.waitForResourceVersion(ctx, rv); err != nil {
+		// An informer of cache.Options.NewInformer that reports no
+		// version cannot be waited for (errUnversioned): it is read as
+		// controller-runtime's cache reads it.
+		if err := e.waitForResourceVersion(ctx, rv); err != nil && !errors.Is(err, errUnversioned) {
 			return err
 		}
 	}
@@ -99,7 +103,9 @@ func (c *Cache) waitGone(ctx context.Context, req request, key client.ObjectKey,
 					}
 					next = strconv.FormatUint(n+1, 10)
 				}
-				if err := e.waitForResourceVersion(ctx, next); err != nil {
+				if err := e.waitForResourceVersion(ctx, next); errors.Is(err, errUnversioned) {
+					break // as for waitApplied
+				} else if err != nil {
 					return fmt.Errorf("typedcache: wait for the deletion of %v: %w", key, err)
 				}
 			}

@@ -144,6 +144,58 @@ type runner interface {
 	launch(ctx context.Context, wg *sync.WaitGroup)
 }
 
+// selfRun runs an informer the scope runs itself (a runner): once, on
+// the scope's WaitGroup, until the scope's context ends or the entry is
+// removed.
+type selfRun struct {
+	name string
+	run  func(ctx context.Context) // the informer's Run: returns once ctx ends
+
+	mu      sync.Mutex         // guards cancel and removed
+	cancel  context.CancelFunc // stops the informer; nil until it runs
+	removed bool               // the entry was removed: never run it
+	done    chan struct{}      // closed when run has returned
+}
+
+func newSelfRun(name string, run func(ctx context.Context)) selfRun {
+	return selfRun{name: name, run: run, done: make(chan struct{})}
+}
+
+// launch runs the informer on wg with ctx, until ctx ends or the entry is
+// removed; once only, and never after the entry was removed.
+func (r *selfRun) launch(ctx context.Context, wg *sync.WaitGroup) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil || r.removed {
+		return
+	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	cancel := r.cancel
+	wg.Go(func() {
+		defer close(r.done)
+		defer cancel()
+		r.run(ctx)
+	})
+}
+
+// stopRun stops the informer, if it runs, and waits for it to return.
+func (r *selfRun) stopRun(ctx context.Context) error {
+	r.mu.Lock()
+	r.removed = true
+	cancel := r.cancel
+	r.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("typedcache: remove the informer of %s: %w", r.name, context.Cause(ctx))
+	}
+}
+
 // run runs r's informer if the scope has started and not stopped; if it
 // has not started, start will.
 func (s *scope) run(r runner) {

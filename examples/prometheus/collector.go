@@ -18,6 +18,7 @@
 //	informer_watches_total              watches started
 //	informer_errors_total               errors the reflector reported
 //	informer_decode_errors_total        objects the informer could not use
+//	informer_shared_maps_written_total  maps cached objects share found written to (a bug of the program's)
 //	informer_handler_pending            a handler's backlog of notifications
 //	informer_handler_lag_seconds        how long its oldest undelivered notification has waited
 //	informer_handler_panics_total       its calls that panicked
@@ -130,6 +131,7 @@ var (
 	watches         = prometheus.NewDesc("informer_watches_total", "Watches started.", informerLabels, nil)
 	errorsTotal     = prometheus.NewDesc("informer_errors_total", "Errors the informer's reflector reported.", informerLabels, nil)
 	decodeErrors    = prometheus.NewDesc("informer_decode_errors_total", "Objects the informer could not use: undecodable, of the wrong type, or refused by a transform.", informerLabels, nil)
+	mapsWritten     = prometheus.NewDesc("informer_shared_maps_written_total", "Maps cached objects share that were found written to, which objects handed out must never be: a bug in the program (see informer.Stats.SharedMapsWritten).", informerLabels, nil)
 	handlerPending  = prometheus.NewDesc("informer_handler_pending", "Notifications queued for a handler, not yet delivered.", handlerLabels, nil)
 	handlerLag      = prometheus.NewDesc("informer_handler_lag_seconds", "How long a handler's oldest undelivered notification has waited.", handlerLabels, nil)
 	handlerPanics   = prometheus.NewDesc("informer_handler_panics_total", "Calls of a handler that panicked.", handlerLabels, nil)
@@ -138,7 +140,7 @@ var (
 // Describe sends the descriptors of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{queuedItems, resourceVersion, objects, storeBytes, synced, lists, relists, listErrors,
-		watches, errorsTotal, decodeErrors, handlerPending, handlerLag, handlerPanics} {
+		watches, errorsTotal, decodeErrors, mapsWritten, handlerPending, handlerLag, handlerPanics} {
 		ch <- d
 	}
 	c.processing.Describe(ch)
@@ -183,6 +185,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(watches, st.Watches)
 		counter(errorsTotal, st.Errors)
 		counter(decodeErrors, st.DecodeErrors)
+		counter(mapsWritten, st.SharedMapsWritten)
 		for _, h := range st.Handlers {
 			h.Name = handlers.name(h.Name)
 			gauge(handlerPending, float64(h.Pending), st.Name, h.Name)

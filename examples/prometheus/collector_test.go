@@ -76,6 +76,9 @@ informer_relists_total{name="pods"} 0
 # HELP informer_decode_errors_total Objects the informer could not use: undecodable, of the wrong type, or refused by a transform.
 # TYPE informer_decode_errors_total counter
 informer_decode_errors_total{name="pods"} 0
+# HELP informer_shared_maps_written_total Maps cached objects share that were found written to, which objects handed out must never be: a bug in the program (see informer.Stats.SharedMapsWritten).
+# TYPE informer_shared_maps_written_total counter
+informer_shared_maps_written_total{name="pods"} 0
 # HELP informer_handler_pending Notifications queued for a handler, not yet delivered.
 # TYPE informer_handler_pending gauge
 informer_handler_pending{handler="reconciler",name="pods"} 0
@@ -85,11 +88,11 @@ informer_handler_panics_total{handler="reconciler",name="pods"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"informer_objects", "informer_store_bytes", "informer_synced", "informer_lists_total", "informer_relists_total",
-		"informer_decode_errors_total", "informer_handler_pending", "informer_handler_panics_total"); err != nil {
+		"informer_decode_errors_total", "informer_shared_maps_written_total", "informer_handler_pending", "informer_handler_panics_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 14 {
-		t.Errorf("%d metrics, want 14 (11 of the informer, 3 of its handler)", n)
+	if n := testutil.CollectAndCount(c); n != 15 {
+		t.Errorf("%d metrics, want 15 (12 of the informer, 3 of its handler)", n)
 	}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(""), "informer_queued_items"); err == nil {
 		t.Error("informer_queued_items is missing")

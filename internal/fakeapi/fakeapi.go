@@ -180,6 +180,14 @@ func (s *Server) Requests() []Request {
 	return slices.Clone(s.requests)
 }
 
+// ResourceVersion returns the resource version of the server's last
+// change.
+func (s *Server) ResourceVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strconv.FormatUint(s.rv, 10)
+}
+
 // Create adds obj, whose kind must be of a resource the server serves.
 func (s *Server) Create(obj runtime.Object) error { return s.change(watch.Added, obj) }
 
