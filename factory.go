@@ -221,6 +221,9 @@ type Factory struct {
 	dynamic     dynamic.Interface  // nil in a factory of clients without one
 	metadata    metadata.Interface // likewise
 	clients     *FactoryClients    // set by NewFactoryForClients; cfg and http are nil then
+	// typedClients returns the ListerWatcher of a typed client of
+	// clients.Kube (see typedClientMapper.listWatch); nil without one.
+	typedClients func(elem reflect.Type, sc scope) (ListerWatcher[Object], bool)
 	// ctx bounds discovery; it ends at Shutdown. It carries opts.Logger.
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -70,12 +70,19 @@ func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory
 	f := newFactory(opts)
 	f.clients = &clients
 	f.dynamic, f.metadata = clients.Dynamic, clients.Metadata
+	typed := &typedClientMapper{clients: clients.Kube, scheme: opts.Scheme}
 	if opts.RESTMapper != nil {
 		f.setMapper(opts.RESTMapper)
 	} else {
 		// Not Kube's discovery: client-go's fake serves none, and the
 		// deferred discovery mapper then never returns.
-		f.mapper = meta.ToRESTMapperWithContext(&typedClientMapper{clients: clients.Kube, scheme: opts.Scheme})
+		f.mapper = meta.ToRESTMapperWithContext(typed)
+	}
+	if clients.Kube != nil {
+		// Set here, so that only a program that calls NewFactoryForClients
+		// links the reflection over the clientset's methods, which keeps
+		// the linker from dropping any exported method of any type.
+		f.typedClients = typed.listWatch
 	}
 	return f, nil
 }
@@ -97,14 +104,15 @@ func clientListWatchFor[T Object](f *Factory, r *apiResource, sc scope) (ListerW
 			return t, nil
 		}), nil
 	}
-	if f.clients.Kube != nil {
-		m := &typedClientMapper{clients: f.clients.Kube, scheme: f.opts.Scheme}
-		if c, ok := m.clientFor(reflect.TypeFor[T]().Elem()); ok {
-			lw, err := reflectedListWatch[T](c.get(sc.namespace), r.list, sc.tweak)
-			if err != nil {
-				return nil, err
-			}
-			return markedLike(f.clients.Kube, lw), nil
+	if f.typedClients != nil {
+		if lw, ok := f.typedClients(reflect.TypeFor[T]().Elem(), sc); ok {
+			return markedLike(f.clients.Kube, convertedListWatch(lw, nil, func(obj Object) (T, error) {
+				t, ok := obj.(T)
+				if !ok {
+					return t, fmt.Errorf("%w: %T, want %T", ErrUnexpectedObject, obj, t)
+				}
+				return t, nil
+			})), nil
 		}
 	}
 	if f.clients.Dynamic == nil {
@@ -193,12 +201,9 @@ func fromUnstructured[T Object](u map[string]any) (T, error) {
 
 // reflectedListWatch lists and watches through a typed client found by
 // reflection (a value with List and Watch methods, such as a PodInterface),
-// after tweak, if not nil, has edited the options.
-func reflectedListWatch[T Object](client reflect.Value, list reflect.Type, tweak func(*metav1.ListOptions)) (ListerWatcher[T], error) {
-	items, err := itemsOf[T](list)
-	if err != nil {
-		return nil, err
-	}
+// after tweak, if not nil, has edited the options; a list's items are
+// handed out as pointers into it.
+func reflectedListWatch(client reflect.Value, tweak func(*metav1.ListOptions)) ListerWatcher[Object] {
 	call := func(method reflect.Value, ctx context.Context, opts metav1.ListOptions) (any, error) {
 		if tweak != nil {
 			tweak(&opts)
@@ -208,8 +213,8 @@ func reflectedListWatch[T Object](client reflect.Value, list reflect.Type, tweak
 		return out[0].Interface(), err
 	}
 	listMethod, watchMethod := client.MethodByName("List"), client.MethodByName("Watch")
-	return ListWatchFuncs[T]{
-		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[T], error) {
+	return ListWatchFuncs[Object]{
+		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (*ListPage[Object], error) {
 			out, err := call(listMethod, ctx, opts)
 			if err != nil {
 				return nil, err
@@ -218,7 +223,17 @@ func reflectedListWatch[T Object](client reflect.Value, list reflect.Type, tweak
 			if !ok || isNil(list) {
 				return nil, fmt.Errorf("informer: the typed client's List returned no list")
 			}
-			return pageOf(list, items), nil
+			objs, err := meta.ExtractList(list)
+			if err != nil {
+				return nil, fmt.Errorf("informer: the typed client's list: %w", err)
+			}
+			page := &ListPage[Object]{Items: make([]Object, len(objs)), ListMeta: ListMetaOf(list.(metav1.ListInterface))}
+			for i, o := range objs {
+				if page.Items[i], ok = o.(Object); !ok {
+					return nil, fmt.Errorf("%w: the typed client listed a %T", ErrUnexpectedObject, o)
+				}
+			}
+			return page, nil
 		},
 		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			out, err := call(watchMethod, ctx, opts)
@@ -228,7 +243,7 @@ func reflectedListWatch[T Object](client reflect.Value, list reflect.Type, tweak
 			w, _ := out.(watch.Interface)
 			return w, nil
 		},
-	}, nil
+	}
 }
 
 // typedClient is one resource's typed client in a clientset, such as
@@ -339,6 +354,16 @@ func (m *typedClientMapper) clientFor(elem reflect.Type) (typedClient, bool) {
 	m.once.Do(m.scan)
 	c, ok := m.byType[elem]
 	return c, ok
+}
+
+// listWatch returns the ListerWatcher of the typed client of the objects of
+// struct type elem in sc, and false if the clientset has none.
+func (m *typedClientMapper) listWatch(elem reflect.Type, sc scope) (ListerWatcher[Object], bool) {
+	c, ok := m.clientFor(elem)
+	if !ok {
+		return nil, false
+	}
+	return reflectedListWatch(c.get(sc.namespace), sc.tweak), true
 }
 
 func (m *typedClientMapper) mapping(gk schema.GroupKind, versions ...string) (typedClient, error) {
