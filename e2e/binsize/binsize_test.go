@@ -81,4 +81,3 @@ func tail(s string) string {
 	}
 	return s
 }
-
