@@ -4,9 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -23,11 +29,15 @@ const defaultSyncPeriod = 10 * time.Hour
 // config is what the informers of one scope are made with: a cache.Config
 // with every default applied.
 type config struct {
-	label      labels.Selector // nil: none
-	field      fields.Selector // nil: none
-	transform  toolscache.TransformFunc
-	unsafe     bool // UnsafeDisableDeepCopy: reads hand out the cached objects
-	syncPeriod time.Duration
+	label     labels.Selector // nil: none
+	field     fields.Selector // nil: none
+	transform toolscache.TransformFunc
+	// dropManagedFields is set when the transform was controller-runtime's
+	// TransformStripManagedFields, which the informers do while decoding
+	// instead (see stripsManagedFields); transform is then nil.
+	dropManagedFields bool
+	unsafe            bool // UnsafeDisableDeepCopy: reads hand out the cached objects
+	syncPeriod        time.Duration
 }
 
 // scopeSpec describes one scope before its factory is made.
@@ -93,6 +103,9 @@ func merge(levels ...cache.Config) cache.Config {
 func resolve(where string, levels ...cache.Config) (config, error) {
 	c := merge(levels...)
 	out := config{label: c.LabelSelector, field: c.FieldSelector, transform: c.Transform, syncPeriod: defaultSyncPeriod}
+	if stripsManagedFields(out.transform) {
+		out.transform, out.dropManagedFields = nil, true
+	}
 	if c.UnsafeDisableDeepCopy != nil {
 		out.unsafe = *c.UnsafeDisableDeepCopy
 	}
@@ -242,4 +255,37 @@ func byObjectRouter(where string, o *cache.Options, b cache.ByObject, namespaced
 	}
 	outer := func(ns string) cache.Config { return o.DefaultNamespaces[ns] }
 	return namespaceRouter(where, namespaces, typeLevel, outer, defaults, false)
+}
+
+// stripsManagedFields reports whether f is controller-runtime's
+// TransformStripManagedFields. Operators keep it; as a transform it makes
+// every object decoded in full, then edited, and shares nothing an edit
+// could reach (no maps, no relist reuse), where Options.DropManagedFields
+// leaves managedFields out while decoding and keeps sharing: the cache
+// does the latter for it.
+//
+// The function it returns is a closure that the compiler copies into each
+// caller it inlines TransformStripManagedFields into, so it has no one
+// address: it is known by its name (the closure of a function named
+// TransformStripManagedFields), and then by what it does to an object
+// (the same object back, with its managedFields cleared and nothing else
+// changed). A transform of the user's that does the same is not
+// recognised, and runs as it is.
+func stripsManagedFields(f toolscache.TransformFunc) bool {
+	if f == nil {
+		return false
+	}
+	fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer())
+	if fn == nil || !strings.Contains(fn.Name(), ".TransformStripManagedFields.func") {
+		return false
+	}
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "probe", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}}}},
+		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+	}
+	want := probe.DeepCopy()
+	want.ManagedFields = nil
+	out, err := f(probe)
+	return err == nil && out == any(probe) && equality.Semantic.DeepEqual(probe, want)
 }

@@ -46,7 +46,7 @@ func fallbackMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	}
 	sel := s.selectionFor(k)
 	var pre func(client.Object)
-	if c.opts.DropManagedFields {
+	if s.dropManagedFields() {
 		pre = dropManagedFields[client.Object]
 	}
 	ns := sel.namespace

@@ -79,7 +79,7 @@ func removeFrom(f *informer.Factory, name string) func(context.Context) error {
 // says otherwise.
 func typedMaker[T client.Object](ctx context.Context, s *scope, k kind) (entry, error) {
 	var pre func(T)
-	if s.c.opts.DropManagedFields && !wireDecodes[T](s) {
+	if s.dropManagedFields() && !wireDecodes[T](s) {
 		pre = dropManagedFields[T]
 	}
 	inf, err := informer.ForContext(ctx, s.factory, forOptions(s, k, pre))
@@ -104,7 +104,7 @@ func wireDecodes[T client.Object](s *scope) bool {
 // through the dynamic client.
 func unstructuredMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	var pre func(*unstructured.Unstructured)
-	if s.c.opts.DropManagedFields {
+	if s.dropManagedFields() {
 		pre = dropManagedFields[*unstructured.Unstructured]
 	}
 	inf, err := informer.ForUnstructured(s.factory, k.gvr, forOptions(s, k, pre))
@@ -121,7 +121,7 @@ func unstructuredMaker(_ context.Context, s *scope, k kind) (entry, error) {
 // PartialObjectMetadata: handlers and unsafe reads see the kind.
 func metadataMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	gvk := k.gvk
-	drop := s.c.opts.DropManagedFields
+	drop := s.dropManagedFields()
 	pre := func(obj *metav1.PartialObjectMetadata) {
 		obj.SetGroupVersionKind(gvk)
 		if drop {

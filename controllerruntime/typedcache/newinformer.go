@@ -85,7 +85,7 @@ func clientGoMaker(_ context.Context, s *scope, k kind) (entry, error) {
 // cache's own steps (the kind of a metadata object, DropManagedFields),
 // then the scope's transform.
 func clientGoTransform(s *scope, k kind) toolscache.TransformFunc {
-	gvk, drop, metadataKind := k.gvk, s.c.opts.DropManagedFields, k.rep == metadataRep
+	gvk, drop, metadataKind := k.gvk, s.dropManagedFields(), k.rep == metadataRep
 	user := s.spec.cfg.transform
 	if user == nil && !drop && !metadataKind {
 		return nil
@@ -173,9 +173,19 @@ func (e *clientGoEntry) informer() cache.Informer { return e.inf }
 
 func (e *clientGoEntry) synced() <-chan struct{} { return e.inf.HasSyncedChecker().Done() }
 
+// waitForSync returns nil once the informer has synced, even if ctx has
+// ended already, as controller-runtime's cache does: a synced informer is
+// read, whatever the context (a select on both would pick either at
+// random).
 func (e *clientGoEntry) waitForSync(ctx context.Context) error {
+	synced := e.synced()
 	select {
-	case <-e.synced():
+	case <-synced:
+		return nil
+	default:
+	}
+	select {
+	case <-synced:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("typedcache: waiting for the informer of %v to sync: %w", e.gvk, context.Cause(ctx))

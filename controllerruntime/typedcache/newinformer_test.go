@@ -225,6 +225,13 @@ func TestNewInformerFake(t *testing.T) {
 		t.Errorf("GetInformer before the informer synced: %v, want a Timeout", err)
 	}
 	fake.Synced()
+	// Once synced, reads answer whatever their context: one already done
+	// too (a select on both picked either, at random).
+	for range 20 {
+		if err := c.Get(short, client.ObjectKey{Namespace: "a", Name: "s"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("Get with a done context once synced: %v, want NotFound", err)
+		}
+	}
 	var l corev1.ConfigMapList
 	if err := c.List(ctx, &l); err != nil || len(l.Items) != 0 {
 		t.Errorf("List once synced = %v, %v", l.Items, err)

@@ -2,6 +2,7 @@ package typedcache
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -247,5 +249,91 @@ func TestByObject(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "b", Name: "cm"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("ConfigMap from the defaults: %v", err)
+	}
+}
+
+// controller-runtime's TransformStripManagedFields, the transform operators
+// keep, is done while decoding, as Options.DropManagedFields does: the
+// objects have no managedFields, and still share their maps (a transform
+// that runs gets objects that share nothing it could edit). Whether set as
+// the default transform or a ByObject's; a transform of the user's that
+// does the same runs as it is.
+func TestTransformStripManagedFieldsWhileDecoding(t *testing.T) {
+	strip := cache.TransformStripManagedFields()
+	own := func(obj any) (any, error) {
+		obj.(client.Object).SetManagedFields(nil)
+		return obj, nil
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   cache.Options
+		shared bool
+	}{
+		{"DefaultTransform", cache.Options{DefaultTransform: strip}, true},
+		{"ByObject", cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: strip}}}, true},
+		{"namespaces", cache.Options{DefaultTransform: strip, DefaultNamespaces: map[string]cache.Config{"a": {}}}, true},
+		{"a transform of the user's", cache.Options{DefaultTransform: own}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			scheme := testScheme(t)
+			srv := newServer(t, scheme)
+			for _, name := range []string{"p1", "p2"} {
+				p := pod("a", name, "n1", map[string]string{"app": "web"})
+				p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+				create(t, srv, p)
+			}
+			c := newTestCache(t, srv, scheme, tc.opts, Options{})
+			start(t, c)
+			var l corev1.PodList
+			unsafe := true
+			if err := c.List(timeout(t), &l, client.InNamespace("a"), &client.ListOptions{UnsafeDisableDeepCopy: &unsafe}); err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Items) != 2 {
+				t.Fatalf("listed %d Pods", len(l.Items))
+			}
+			for _, p := range l.Items {
+				if p.ManagedFields != nil {
+					t.Errorf("%s has managedFields", p.Name)
+				}
+			}
+			shared := reflect.ValueOf(l.Items[0].Labels).Pointer() == reflect.ValueOf(l.Items[1].Labels).Pointer()
+			if shared != tc.shared {
+				t.Errorf("equal labels shared: %v, want %v", shared, tc.shared)
+			}
+		})
+	}
+}
+
+// TransformStripManagedFields here is a transform of the test's, named as
+// controller-runtime's, that does more than strip managedFields: it must
+// not be taken for controller-runtime's.
+func TransformStripManagedFields() toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		obj := in.(client.Object)
+		obj.SetManagedFields(nil)
+		obj.SetLabels(nil)
+		return in, nil
+	}
+}
+
+// stripsManagedFields knows controller-runtime's transform wherever it is
+// made (the compiler copies its closure into each caller), and no other.
+func TestStripsManagedFields(t *testing.T) {
+	made := func() toolscache.TransformFunc { return cache.TransformStripManagedFields() }
+	for _, tc := range []struct {
+		name string
+		f    toolscache.TransformFunc
+		want bool
+	}{
+		{"controller-runtime's", cache.TransformStripManagedFields(), true},
+		{"controller-runtime's, made elsewhere", made(), true},
+		{"nil", nil, false},
+		{"another", func(in any) (any, error) { return in, nil }, false},
+		{"one of the same name that does more", TransformStripManagedFields(), false},
+	} {
+		if got := stripsManagedFields(tc.f); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -58,7 +58,7 @@ func newScope(c *Cache, spec *scopeSpec, cfg *rest.Config) (*scope, error) {
 		RESTMapper: c.mapper,
 		HTTPClient: c.http,
 		Decoding:   c.opts.Decoding,
-		Wire:       wire.Options{DropManagedFields: c.opts.DropManagedFields},
+		Wire:       wire.Options{DropManagedFields: c.opts.DropManagedFields || spec.cfg.dropManagedFields},
 		Informer:   c.informerOpts,
 		Logger:     c.logger,
 	}
@@ -68,6 +68,13 @@ func newScope(c *Cache, spec *scopeSpec, cfg *rest.Config) (*scope, error) {
 		return nil, fmt.Errorf("typedcache: %w", err)
 	}
 	return &scope{c: c, spec: spec, factory: f, entries: make(map[entryKey]entry)}, nil
+}
+
+// dropManagedFields reports whether the scope's informers leave
+// managedFields out: Options.DropManagedFields, or the scope's transform
+// was controller-runtime's TransformStripManagedFields.
+func (s *scope) dropManagedFields() bool {
+	return s.c.opts.DropManagedFields || s.spec.cfg.dropManagedFields
 }
 
 // lookup returns the entry of key, or nil.
