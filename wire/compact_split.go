@@ -38,6 +38,12 @@ const (
 	// Pod's container resources are at depth 3 (spec, containers,
 	// resources), a managed field's FieldsV1 at 3 too.
 	maxSplitDepth = 5
+	// maxEmbeddedDepth is how deep it looks inside JSON held in a
+	// protobuf bytes field (a FieldsV1's, at depth 4 in a Pod): the
+	// entries that name one object's own values (a volume's generated
+	// name, a Pod's IP) lie 3 levels down, beside the entries its
+	// siblings share (f:spec, f:volumes, k:{"name":...}).
+	maxEmbeddedDepth = 6
 	// seenSets is the size of the table of values met once, in sets of
 	// four hashes: 4,096 values.
 	seenSets = 1 << 10
@@ -54,6 +60,11 @@ const (
 	// maxAgain bounds the count of the values met again and not made
 	// runs.
 	maxAgain = 1 << 12
+	// gapPromoteAfter is the meeting at which a gap (see splitter.gap)
+	// is made a run: a gap holds more of its object's own bytes than a
+	// value does, and one object met again by an update would otherwise
+	// make its gaps runs that no sibling shares.
+	gapPromoteAfter = 3
 )
 
 // sharedRuns finds the values objects have in common. Its owner guards
@@ -173,13 +184,25 @@ type splitter struct {
 	// then only adds the runs it finds to covered.
 	dry     bool
 	covered int
+	// maxDepth is how deep the split looks: maxSplitDepth, or
+	// maxEmbeddedDepth inside JSON held in a protobuf bytes field.
+	maxDepth int
+	// ends, while JSON is cut, holds for each byte of it at jsonBase on
+	// that opens a string, an object or an array 1 + the index after
+	// its value, 0 if it does not end (see matchJSON): one pass over the
+	// bytes, where finding each value's end where it is met scanned its
+	// bytes again at every level above it. stack is matchJSON's.
+	ends     []int32
+	jsonBase int
+	stack    []int32
 }
 
 // record returns the record of src, an encoding in JSON or protobuf. It
 // copies what it keeps: src may be reused.
 func (s *splitter) record(src []byte, json bool) *Record {
-	s.src, s.json, s.own, s.refs, s.from = src, json, s.own[:0], s.refs[:0], 0
+	s.src, s.json, s.own, s.refs, s.from, s.maxDepth = src, json, s.own[:0], s.refs[:0], 0, maxSplitDepth
 	s.value(0, len(src), 0)
+	s.gap(len(src))
 	s.own = append(s.own, src[s.from:]...)
 	r := &Record{own: string(s.own), size: uint32(len(src)), json: json}
 	if len(s.refs) > 0 {
@@ -194,6 +217,9 @@ func (s *splitter) record(src []byte, json bool) *Record {
 // JSON, as an object or array.
 func (s *splitter) value(start, end, depth int) {
 	if s.json {
+		if depth == 0 {
+			s.matchJSON(start, end)
+		}
 		s.jsonValue(start, depth)
 	} else {
 		s.message(start, end, depth)
@@ -216,16 +242,43 @@ func (s *splitter) cut(start, end, depth int) bool {
 	case metFirst:
 		return false
 	case metAgain:
-		if met < promoteAfter && depth < maxSplitDepth && s.coveredInside(start, end, depth)*10 >= len(v)*promoteMax {
+		if met < promoteAfter && depth < s.maxDepth && s.coveredInside(start, end, depth)*10 >= len(v)*promoteMax {
 			s.runs.notPromoted(h, met)
 			return false
 		}
 		run = s.runs.promote(h, v)
 	}
+	s.gap(start)
 	s.own = append(s.own, s.src[s.from:start]...)
 	s.refs = append(s.refs, ref{at: uint32(len(s.own)), n: uint32(len(run)), p: unsafe.StringData(run)})
 	s.from = end
 	return true
+}
+
+// gap shares src[from:end], the bytes between the last run and the next
+// (or the end), if they are a shared run or become one at their second
+// meeting: the keys and small values between two shared values are
+// often the same in every sibling (a FieldsV1's run of "f:dnsPolicy":{},
+// "f:enableServiceLinks":{}, and so on). The caller then appends what is
+// left of src[from:end] to own.
+func (s *splitter) gap(end int) {
+	v := s.src[s.from:end]
+	if len(v) < minRun {
+		return
+	}
+	run, h, m, met := s.runs.share(v)
+	switch m {
+	case metFirst:
+		return
+	case metAgain:
+		if met < gapPromoteAfter {
+			s.runs.notPromoted(h, met)
+			return
+		}
+		run = s.runs.promote(h, v)
+	}
+	s.refs = append(s.refs, ref{at: uint32(len(s.own)), n: uint32(len(run)), p: unsafe.StringData(run)})
+	s.from = end
 }
 
 // coveredInside returns how many bytes of the value src[start:end], at
@@ -258,11 +311,94 @@ func (s *splitter) message(start, end, depth int) {
 		if err != nil {
 			return
 		}
-		if ve-vs >= minRun && !s.cut(vs, ve, depth) && depth < maxSplitDepth {
-			s.message(vs, ve, depth+1)
+		if ve-vs >= minRun && !s.cut(vs, ve, depth) && depth < s.maxDepth {
+			if s.src[vs] == '{' {
+				s.embeddedJSON(vs, ve, depth+1)
+			} else {
+				s.message(vs, ve, depth+1)
+			}
 		}
 		i = ve
 	}
+}
+
+// embeddedJSON cuts the value src[start:end], a bytes field of a protobuf
+// message that holds a JSON object (a FieldsV1's), as JSON, down to
+// maxEmbeddedDepth: a managedFields entry that differs from its siblings'
+// in a few bytes shares the rest. The JSON is read within its field's
+// bounds only. Bytes that only start like JSON (a '{' is also the key of
+// field 15 with wire type 3, a group, which no API type has) cost the
+// split some work, never a wrong byte: the cut is a partition whatever the
+// bytes mean.
+func (s *splitter) embeddedJSON(start, end, depth int) {
+	src, json, maxDepth := s.src, s.json, s.maxDepth
+	s.src, s.json, s.maxDepth = src[:end], true, maxEmbeddedDepth
+	s.matchJSON(start, end)
+	s.jsonValue(start, depth)
+	s.src, s.json, s.maxDepth, s.ends = src, json, maxDepth, s.ends[:0]
+}
+
+// matchJSON fills ends for the JSON in src[start:end]: where each string,
+// object and array that starts there ends, as jsonSkip finds it, in one
+// pass. An object or array that ends with the other's bracket ends there,
+// as jsonSkip counts them.
+func (s *splitter) matchJSON(start, end int) {
+	n := end - start
+	if cap(s.ends) < n {
+		s.ends = make([]int32, n)
+	}
+	s.ends, s.jsonBase, s.stack = s.ends[:n], start, s.stack[:0]
+	clear(s.ends)
+	b := s.src[start:end]
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !jsonStructural[c] {
+			continue
+		}
+		switch c {
+		case '"':
+			j := i + 1
+			for ; j < len(b); j++ {
+				if c := b[j]; c == '"' {
+					break
+				} else if c == '\\' {
+					j++
+				}
+			}
+			if j >= len(b) {
+				return // a string that does not end: nothing after it does
+			}
+			s.ends[i] = int32(j + 2)
+			i = j
+		case '{', '[':
+			s.stack = append(s.stack, int32(i))
+		default: // '}', ']'
+			if k := len(s.stack) - 1; k >= 0 {
+				s.ends[s.stack[k]] = int32(i + 2)
+				s.stack = s.stack[:k]
+			}
+		}
+	}
+}
+
+// jsonStructural marks the bytes matchJSON looks at.
+var jsonStructural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
+
+// skip returns the index after the JSON value at src[i:], -1 if there is
+// none, as jsonSkip does, from ends for a string, an object or an array.
+func (s *splitter) skip(i int) int {
+	if i >= 0 && i < len(s.src) {
+		switch s.src[i] {
+		case '"', '{', '[':
+			if k := i - s.jsonBase; k >= 0 && k < len(s.ends) {
+				if e := s.ends[k]; e > 0 {
+					return int(e) - 1 + s.jsonBase
+				}
+				return -1
+			}
+		}
+	}
+	return jsonSkip(s.src, i)
 }
 
 // jsonValue cuts the JSON value at src[i:], if it is an object or an
@@ -270,7 +406,7 @@ func (s *splitter) message(start, end, depth int) {
 func (s *splitter) jsonValue(i, depth int) int {
 	i = jsonSpace(s.src, i)
 	if i >= len(s.src) || (s.src[i] != '{' && s.src[i] != '[') {
-		return jsonSkip(s.src, i)
+		return s.skip(i)
 	}
 	object := s.src[i] == '{'
 	closing := byte(']')
@@ -283,7 +419,7 @@ func (s *splitter) jsonValue(i, depth int) int {
 	}
 	for i < len(s.src) {
 		if object {
-			if i = jsonSkip(s.src, i); i < 0 { // the key
+			if i = s.skip(i); i < 0 { // the key
 				return -1
 			}
 			if i = jsonSpace(s.src, i); i >= len(s.src) || s.src[i] != ':' {
@@ -291,11 +427,11 @@ func (s *splitter) jsonValue(i, depth int) int {
 			}
 			i = jsonSpace(s.src, i+1)
 		}
-		end := jsonSkip(s.src, i)
+		end := s.skip(i)
 		if end < 0 {
 			return -1
 		}
-		if end-i >= minRun && !s.cut(i, end, depth) && depth < maxSplitDepth {
+		if end-i >= minRun && !s.cut(i, end, depth) && depth < s.maxDepth {
 			s.jsonValue(i, depth+1)
 		}
 		if i = jsonSpace(s.src, end); i >= len(s.src) {

@@ -664,3 +664,90 @@ func TestCompactKeepsKind(t *testing.T) {
 		t.Errorf("a record of the server's bytes decodes to %v, %v; want no TypeMeta", got.TypeMeta, err)
 	}
 }
+
+// BenchmarkCompactRecord makes the records of listed Pods, as a compact
+// store's initial list does (Compact.Protobuf: validate, then split): 4,000
+// Pods of 40 ReplicaSets, realistic or harsh (testobj.HarshPods: each
+// Pod's managedFields differ from its siblings' in a few bytes), in turn.
+// B/record is what a record holds on its own (Record.Bytes), and
+// shared-B/record the table's runs per record.
+func BenchmarkCompactRecord(b *testing.B) {
+	for _, w := range []struct {
+		name string
+		pods func(string, int, int) []*corev1.Pod
+	}{{"realistic", testobj.RealisticPods}, {"harsh", testobj.HarshPods}} {
+		b.Run("pods="+w.name, func(b *testing.B) {
+			pods := w.pods("shop", 4000, 40)
+			encs := make([][]byte, len(pods))
+			for i, p := range pods {
+				encs[i] = marshalPod(b, p)
+			}
+			_, c := newPodCompact(b)
+			b.ReportAllocs()
+			held, i := 0, 0
+			for b.Loop() {
+				r, err := c.Protobuf(encs[i%len(encs)])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if i < len(encs) {
+					held += r.Bytes()
+				}
+				i++
+			}
+			n := min(i, len(encs))
+			b.ReportMetric(float64(held)/float64(n), "B/record")
+			b.ReportMetric(float64(c.SharedBytes())/float64(n), "shared-B/record")
+		})
+	}
+}
+
+// Records of Pods whose managedFields differ from their siblings' in a
+// few bytes (a generated volume name in the create's entry, the Pod's IP
+// in the kubelet's) share the rest of those entries: the split looks into
+// the JSON of a FieldsV1 and shares the gaps between shared values. What
+// a record holds on its own, on average over the last 3,000 of 4,000 Pods
+// of 40 ReplicaSets (measured: realistic 1,660 B, harsh 2,440 B, harsh
+// without managedFields 1,790 B; before, 2,215, 10,112 and 2,310 B; under
+// the race detector, over 750 of 1,000 Pods, up to 8% more).
+func TestCompactSharesNearIdenticalValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pods func(string, int, int) []*corev1.Pod
+		opts Options
+		max  int
+	}{
+		{"realistic", testobj.RealisticPods, Options{}, 2050},
+		{"harsh", testobj.HarshPods, Options{}, 3000},
+		{"harsh without managedFields", testobj.HarshPods, Options{DropManagedFields: true}, 2100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := NewDecoder[*corev1.Pod, *corev1.Pod](tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := NewCompact(d, 0)
+			n := 4000
+			if raceEnabled {
+				n = 1000 // a fifth of the time: the split is slow under the race detector
+			}
+			// The records after the first quarter: the first Pods of each
+			// ReplicaSet share little yet.
+			held, counted := 0, 0
+			for i, p := range tc.pods("shop", n, 40) {
+				r, err := c.Protobuf(marshalPod(t, p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i >= n/4 {
+					held += r.Bytes()
+					counted++
+				}
+			}
+			t.Logf("%d B a record, %d B of shared runs a Pod", held/counted, c.SharedBytes()/n)
+			if held/counted > tc.max {
+				t.Errorf("a record holds %d B on average, want at most %d", held/counted, tc.max)
+			}
+		})
+	}
+}

@@ -63,7 +63,12 @@ func realisticStart(i int) metav1.Time {
 // RealisticPod returns the i-th realistic Pod of namespace, as the API
 // server returns it after RealisticPodCreate and RealisticPodStatus.
 func RealisticPod(namespace string, i, replicaSets int) *corev1.Pod {
-	p := RealisticPodCreate(namespace, i, replicaSets)
+	return serverWritten(RealisticPodCreate(namespace, i, replicaSets), i, replicaSets)
+}
+
+// serverWritten returns p, the i-th realistic Pod's create, as the API
+// server returns it after the create and the kubelet's status update.
+func serverWritten(p *corev1.Pod, i, replicaSets int) *corev1.Pod {
 	created := metav1.NewTime(realisticEpoch.Add(time.Duration(i) * time.Second))
 	started := realisticStart(i)
 	p.UID = types.UID(fmt.Sprintf("3f5e2a7c-%04x-4b1d-9e2f-%012x", i%replicaSets, i))
@@ -319,6 +324,36 @@ func RealisticPodCreate(namespace string, i, replicaSets int) *corev1.Pod {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// HarshPodCreate is RealisticPodCreate with one volume more, whose name is
+// generated for each Pod (scratch-xxxxx), mounted in the app container: as
+// an operator or tool that names a volume inside the create makes it, so
+// that the creating manager's managedFields entry of each Pod differs from
+// its siblings' in those few characters.
+func HarshPodCreate(namespace string, i, replicaSets int) *corev1.Pod {
+	p := RealisticPodCreate(namespace, i, replicaSets)
+	name := "scratch-" + randomName(uint64(i)*104729+7, 5)
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	c := &p.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: "/scratch"})
+	return p
+}
+
+// HarshPod is RealisticPod made from HarshPodCreate: its managedFields
+// entries differ from its ReplicaSet siblings' by a few bytes each, the
+// create's in the generated volume name, the kubelet's in the Pod's IP.
+func HarshPod(namespace string, i, replicaSets int) *corev1.Pod {
+	return serverWritten(HarshPodCreate(namespace, i, replicaSets), i, replicaSets)
+}
+
+// HarshPods returns n HarshPods of namespace.
+func HarshPods(namespace string, n, replicaSets int) []*corev1.Pod {
+	out := make([]*corev1.Pod, n)
+	for i := range out {
+		out[i] = HarshPod(namespace, i, replicaSets)
+	}
+	return out
+}
 
 // RealisticPodStatus returns the status the kubelet writes for the i-th
 // realistic Pod once its containers have started, 4s after its creation.
