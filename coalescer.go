@@ -54,9 +54,9 @@ func (c *coalescer[T]) add(n *notification[T], l *listener[T]) int {
 	case nUpdate:
 		switch s.cur.kind {
 		case nAdd: // still an add, of the newest state
-			s.cur.new = n.new
+			s.cur.new, s.cur.rec = n.new, n.rec
 		case nUpdate: // one update from the oldest unseen state to the newest
-			s.cur.new = n.new
+			s.cur.new, s.cur.rec = n.new, n.rec
 			s.cur.sync = s.cur.sync && n.sync
 		default:
 			s.cur = *n

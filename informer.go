@@ -310,13 +310,16 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h ResourceEventHandler[T], opts
 			ErrResyncUnsupported, o.ResyncPeriod)
 	}
 	l := newListener(h, o, s.opts.HandlerPanic)
+	if s.indexer.compact != nil {
+		l.decode = s.indexer.decode
+	}
 	s.scheduleResync(l, o.ResyncPeriod)
 	if !s.started {
 		s.listeners = append(slices.Clip(s.listeners), l)
 		return &Registration[T]{l: l, inf: s}, nil
 	}
 	s.procMu.Lock()
-	replay := s.indexer.snapshot()
+	replay := s.indexer.snapshotRecords()
 	l.replay = replay
 	l.initialPending.Store(int64(len(replay)))
 	l.depth.Store(int64(len(replay)))

@@ -216,12 +216,20 @@ func (s *SharedIndexInformer[T]) replaceNotes(list []T, keys []string, enc *enco
 	}
 	for i, key := range keys {
 		var obj T
-		if enc == nil {
+		switch {
+		case enc == nil:
 			obj = list[i]
-		} else if o, err := enc.object(i); err == nil {
+		case !cached && !enc.items[i].decoded:
+			// An add: its object is decoded when it is delivered, so
+			// that a backlog holds the store's records, not objects.
+			notes = append(notes, notification[T]{kind: nAdd, key: key, rec: enc.items[i].rec, initial: initial})
+			continue
+		default:
+			o, err := enc.object(i)
+			if err != nil {
+				continue // as reads leave it out (see Store.materialize)
+			}
 			obj = o
-		} else {
-			continue // as reads leave it out (see Store.materialize)
 		}
 		n := notification[T]{kind: nAdd, key: key, new: obj, initial: initial}
 		if cached {

@@ -3,6 +3,7 @@ package informer
 import (
 	"cmp"
 	"context"
+	"github.com/typedkube/informer/wire"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,12 @@ type notification[T Object] struct {
 	key     string
 	old     T // nUpdate: the previous state; nDelete: the deleted object
 	new     T // nAdd, nUpdate
+	// rec, for an nAdd of a compact store's initial list or of a
+	// handler's replay, is the record new is decoded from when the
+	// notification is delivered, new being zero: a backlog of
+	// notifications then holds records the store holds anyway, not an
+	// object decoded for each.
+	rec *wire.Record
 }
 
 // HandlerOptions configures one event handler.
@@ -94,6 +101,10 @@ type listener[T Object] struct {
 	name     string
 	coalesce bool
 	onPanic  func(ctx context.Context, handler string, recovered any)
+	// decode decodes the record of a notification (see notification.rec)
+	// stored under key; ok is false if it does not decode. Set for the
+	// listeners of an informer with a compact store.
+	decode func(key string, rec *wire.Record) (T, bool)
 
 	// requestedResync is what the handler asked for; resync the period in
 	// force; nextResync is guarded by the informer's resyncMu. resyncDue
@@ -108,7 +119,7 @@ type listener[T Object] struct {
 	pending  deque.Deque[notification[T]]
 	spare    deque.Deque[notification[T]] // the batch being delivered; only run touches it outside mu
 	merged   *coalescer[T]                // non-nil in Coalesce mode, instead of pending
-	replay   []entry[T]                   // cache contents for a handler added while running
+	replay   []entry[T]                   // cache contents for a handler added while running; records in a compact store
 	stopping bool                         // no more notifications are accepted
 	drain    bool                         // deliver what is pending before stopping
 
@@ -321,7 +332,7 @@ func (l *listener[T]) take() (batch *deque.Deque[notification[T]], stopping, dra
 	defer l.mu.Unlock()
 	if l.replay != nil { // the cache contents come before what followed
 		for _, e := range l.replay {
-			l.spare.PushBack(notification[T]{kind: nAdd, initial: true, key: e.key, new: e.obj})
+			l.spare.PushBack(notification[T]{kind: nAdd, initial: true, key: e.key, new: e.obj, rec: e.rec})
 		}
 		l.replay = nil
 	}
@@ -368,6 +379,13 @@ func (l *listener[T]) call(ctx context.Context, n notification[T]) {
 			l.onPanic(ctx, l.name, r)
 		}
 	}()
+	if n.rec != nil {
+		obj, ok := l.decode(n.key, n.rec)
+		if !ok {
+			return // as reads leave it out (see Store.materialize); logged
+		}
+		n.new = obj
+	}
 	switch n.kind {
 	case nAdd:
 		l.handler.OnAdd(n.new, n.initial)

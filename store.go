@@ -338,6 +338,20 @@ func (s *Store[T]) snapshot() []entry[T] {
 	return out
 }
 
+// snapshotRecords is snapshot that leaves a compact store's records
+// undecoded, for a reader that decodes each when it needs it (a late
+// handler's replay): it holds only the records, which the store holds
+// anyway, not an object decoded for each.
+func (s *Store[T]) snapshotRecords() []entry[T] {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]entry[T], 0, len(s.items))
+	for sl := range s.arena.live {
+		out = append(out, sl.entry())
+	}
+	return out
+}
+
 func (s *Store[T]) getSnapshot() *[]entry[T] {
 	if b, ok := s.snapshots.Get().(*[]entry[T]); ok {
 		return b

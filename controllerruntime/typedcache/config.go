@@ -266,8 +266,8 @@ func byObjectRouter(where string, o *cache.Options, b cache.ByObject, namespaced
 //
 // The function it returns is a closure that the compiler copies into each
 // caller it inlines TransformStripManagedFields into, so it has no one
-// address: it is known by its name (the closure of a function named
-// TransformStripManagedFields), and then by what it does to an object
+// address: it is known by its name (a closure of a function named
+// TransformStripManagedFields, inlined or not), and then by what it does to an object
 // (the same object back, with its managedFields cleared and nothing else
 // changed). A transform of the user's that does the same is not
 // recognised, and runs as it is.
@@ -276,7 +276,10 @@ func stripsManagedFields(f toolscache.TransformFunc) bool {
 		return false
 	}
 	fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer())
-	if fn == nil || !strings.Contains(fn.Name(), ".TransformStripManagedFields.func") {
+	// Its name is that of the function it was made in, then
+	// TransformStripManagedFields, then the closure's number: ".func1",
+	// or ".1" inside another closure.
+	if fn == nil || !strings.Contains(fn.Name(), "TransformStripManagedFields.") {
 		return false
 	}
 	probe := &corev1.Pod{

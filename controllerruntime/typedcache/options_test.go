@@ -317,6 +317,13 @@ func TransformStripManagedFields() toolscache.TransformFunc {
 	}
 }
 
+// madeInInit holds controller-runtime's transform made inside a closure of
+// a package variable's initialization, where the compiler names the
+// closure it copies ".TransformStripManagedFields.1", not ".func1".
+var madeInInit = map[string]func() toolscache.TransformFunc{
+	"strip": func() toolscache.TransformFunc { return cache.TransformStripManagedFields() },
+}
+
 // stripsManagedFields knows controller-runtime's transform wherever it is
 // made (the compiler copies its closure into each caller), and no other.
 func TestStripsManagedFields(t *testing.T) {
@@ -328,6 +335,7 @@ func TestStripsManagedFields(t *testing.T) {
 	}{
 		{"controller-runtime's", cache.TransformStripManagedFields(), true},
 		{"controller-runtime's, made elsewhere", made(), true},
+		{"controller-runtime's, made in a package variable's closure", madeInInit["strip"](), true},
 		{"nil", nil, false},
 		{"another", func(in any) (any, error) { return in, nil }, false},
 		{"one of the same name that does more", TransformStripManagedFields(), false},

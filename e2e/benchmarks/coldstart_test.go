@@ -145,7 +145,7 @@ func podCounts(b *testing.B) []int {
 }
 
 // upstreamPods starts client-go's Pod informer over ns, with transform if it is set.
-func upstreamPods(b *testing.B, cfg *rest.Config, ns string, transform cache.TransformFunc) startFunc {
+func upstreamPods(b fataler, cfg *rest.Config, ns string, transform cache.TransformFunc) startFunc {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -167,7 +167,7 @@ func upstreamPods(b *testing.B, cfg *rest.Config, ns string, transform cache.Tra
 }
 
 // typedPods starts our Pod informer over ns.
-func typedPods(b *testing.B, cfg *rest.Config, ns string, opts informer.FactoryOptions) startFunc {
+func typedPods(b fataler, cfg *rest.Config, ns string, opts informer.FactoryOptions) startFunc {
 	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
 		opts.Namespace = ns
 		f, err := informer.NewFactory(cfg, opts)
@@ -259,6 +259,10 @@ func BenchmarkColdStartProjection(b *testing.B) {
 	})
 	b.Run("impl=typed", func(b *testing.B) { coldStart(b, coldStartPods, typedProjection(b, cfg, ns)) })
 }
+
+// fataler is what the start functions need of a *testing.B: BenchmarkPeakRSS's child process,
+// which has none, gives them one that panics (see childFatal).
+type fataler interface{ Fatal(args ...any) }
 
 // startFunc starts an informer and returns its HasSynced, its cache size, its Stats (nil for
 // client-go's) and its stop.

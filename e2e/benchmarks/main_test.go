@@ -18,7 +18,10 @@
 //     on controller-runtime's cache (impl=upstream) and on typedcache (impl=typed), until every
 //     Pod was reconciled once: the same metrics as BenchmarkColdStart;
 //   - BenchmarkCacheList, BenchmarkCacheGet: the two caches' reads, with deep copies: 100 Pods
-//     of 100,000 by a label selector, and one Pod.
+//     of 100,000 by a label selector, and one Pod;
+//   - BenchmarkPeakRSS: the peak resident set (VmHWM) and heap of informers and managers, each
+//     in a process of its own, over realistic and harsh Pods, with the options operators keep;
+//   - BenchmarkBinarySize: the size of the same program on each side (no server).
 //
 // They need a server of their own and minutes of setup, so they run only with -bench:
 //
@@ -52,6 +55,19 @@ func TestMain(m *testing.M) {
 		}
 		if err := runWriter(job); err != nil {
 			fmt.Fprintln(os.Stderr, "writer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if spec := os.Getenv(peakEnv); spec != "" {
+		var job peakJob
+		if err := json.Unmarshal([]byte(spec), &job); err != nil {
+			fmt.Fprintln(os.Stderr, "peak:", err)
+			os.Exit(2)
+		}
+		ctrllog.SetLogger(logr.Discard())
+		if err := runPeak(job); err != nil {
+			fmt.Fprintln(os.Stderr, "peak:", err)
 			os.Exit(1)
 		}
 		os.Exit(0)

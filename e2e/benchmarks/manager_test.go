@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -61,12 +62,19 @@ func BenchmarkManagerColdStart(b *testing.B) {
 
 // managerColdStart runs BenchmarkManagerColdStart's rounds with a manager on newCache.
 func managerColdStart(b *testing.B, cfg *rest.Config, ns string, newCache cache.NewCacheFunc) {
-	coldStart(b, coldStartPods, func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
+	coldStart(b, coldStartPods, startManager(b, cfg, ns, coldStartPods, newCache, nil))
+}
+
+// startManager starts a manager on newCache, caching ns (with transform as the cache's default
+// transform, if set), with a controller of Pods whose reconciler does nothing; synced reports
+// that it has reconciled want Pods.
+func startManager(b fataler, cfg *rest.Config, ns string, want int, newCache cache.NewCacheFunc, transform toolscache.TransformFunc) startFunc {
+	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
 		var reconciled sync.Map
 		var count atomic.Int64
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 			NewCache:   newCache,
-			Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+			Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, DefaultTransform: transform},
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		})
@@ -88,13 +96,13 @@ func managerColdStart(b *testing.B, cfg *rest.Config, ns string, newCache cache.
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- mgr.Start(ctx) }()
-		return func() bool { return count.Load() >= coldStartPods }, func() int { return int(count.Load()) }, nil, func() {
+		return func() bool { return count.Load() >= int64(want) }, func() int { return int(count.Load()) }, nil, func() {
 			cancel()
 			if err := <-done; err != nil {
-				b.Error(err)
+				b.Fatal(err)
 			}
 		}
-	})
+	}
 }
 
 // selectorPods is how many Pods BenchmarkCacheList selects among: 100,000, or 10,000 with

@@ -60,6 +60,7 @@ var (
 	podsMu    sync.Mutex
 	podsNS    = map[int]string{} // namespace of n Pods, by n
 	realNS    = map[int]string{} // namespace of n realistic Pods, by n
+	harshNS   = map[int]string{} // namespace of n harsh Pods, by n
 	widgetsNS = map[int]string{} // namespace of n Widgets, by n
 
 	configMapsOnce sync.Once
@@ -108,6 +109,26 @@ func realisticPods(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	realNS[n] = ns
+	return ns
+}
+
+// harshPods creates n harsh Pods (testobj.HarshPods: realistic Pods whose creating manager's
+// managedFields entry names a volume generated for each) in a namespace of their own, as a
+// cluster writes them (kubetest.CreateHarshPod), once per benchmark binary and n.
+func harshPods(b *testing.B, n int) string {
+	b.Helper()
+	podsMu.Lock()
+	defer podsMu.Unlock()
+	if ns, ok := harshNS[n]; ok {
+		return ns
+	}
+	ns, err := populate(b, fmt.Sprintf("bench-harsh-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+		return kubetest.CreateHarshPod(ctx, c.Kube, ns, i)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	harshNS[n] = ns
 	return ns
 }
 

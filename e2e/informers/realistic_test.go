@@ -1,6 +1,7 @@
 package informers
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,14 +9,31 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/typedkube/informer/e2e/internal/kubetest"
 	"github.com/typedkube/informer/internal/testobj"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // TestRealisticPodsMatchServer writes realistic Pods as a cluster does (kubetest.CreateRealisticPod)
 // and checks that the API server returns testobj.RealisticPod: the defaults it sets are in the
 // generator, and the managedFields it writes, FieldsV1 byte for byte, are the generator's. Only
 // what the server picks itself differs: UID, resourceVersion and times.
+// The same holds for the harsh Pods (kubetest.CreateHarshPod, testobj.HarshPod), whose
+// creating manager's entry names a volume generated for each Pod.
 func TestRealisticPodsMatchServer(t *testing.T) {
+	for _, w := range []struct {
+		name   string
+		create func(context.Context, kubernetes.Interface, string, int) error
+		want   func(string, int, int) *corev1.Pod
+	}{
+		{"realistic", kubetest.CreateRealisticPod, testobj.RealisticPod},
+		{"harsh", kubetest.CreateHarshPod, testobj.HarshPod},
+	} {
+		t.Run(w.name, func(t *testing.T) { podsMatchServer(t, w.create, w.want) })
+	}
+}
+
+func podsMatchServer(t *testing.T, create func(context.Context, kubernetes.Interface, string, int) error, wantPod func(string, int, int) *corev1.Pod) {
 	c := adminClients(t)
 	ns := newNamespace(t, c)
 	ctx := testContext(t, time.Minute)
@@ -25,10 +43,10 @@ func TestRealisticPodsMatchServer(t *testing.T) {
 		cmpopts.IgnoreTypes(metav1.Time{}),
 	}
 	for _, i := range []int{0, 1, kubetest.ReplicaSets, 777} {
-		if err := kubetest.CreateRealisticPod(ctx, c.Kube, ns, i); err != nil {
+		if err := create(ctx, c.Kube, ns, i); err != nil {
 			t.Fatal(err)
 		}
-		want := testobj.RealisticPod(ns, i, kubetest.ReplicaSets)
+		want := wantPod(ns, i, kubetest.ReplicaSets)
 		got, err := c.Kube.CoreV1().Pods(ns).Get(ctx, want.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

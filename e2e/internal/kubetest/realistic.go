@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/typedkube/informer/internal/testobj"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -16,8 +17,21 @@ const ReplicaSets = 20
 // does: created by kube-controller-manager (its field manager), then its status updated by the
 // kubelet, so that the API server writes their managedFields itself.
 func CreateRealisticPod(ctx context.Context, kube kubernetes.Interface, ns string, i int) error {
+	return createPod(ctx, kube, ns, i, testobj.RealisticPodCreate(ns, i, ReplicaSets))
+}
+
+// CreateHarshPod is CreateRealisticPod for the i-th harsh Pod (testobj.HarshPod): its create
+// names a volume with a name generated for it, so that the API server writes each Pod a
+// creating manager's managedFields entry that differs from its siblings' in those characters.
+func CreateHarshPod(ctx context.Context, kube kubernetes.Interface, ns string, i int) error {
+	return createPod(ctx, kube, ns, i, testobj.HarshPodCreate(ns, i, ReplicaSets))
+}
+
+// createPod creates create, the i-th realistic Pod's, as kube-controller-manager, then updates
+// its status as the kubelet.
+func createPod(ctx context.Context, kube kubernetes.Interface, ns string, i int, create *corev1.Pod) error {
 	pods := kube.CoreV1().Pods(ns)
-	p, err := pods.Create(ctx, testobj.RealisticPodCreate(ns, i, ReplicaSets), metav1.CreateOptions{FieldManager: "kube-controller-manager"})
+	p, err := pods.Create(ctx, create, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
 	if err != nil {
 		return fmt.Errorf("create realistic pod %d: %w", i, err)
 	}

@@ -1,0 +1,254 @@
+package benchmarks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/controllerruntime/typedcache"
+	"github.com/typedkube/informer/e2e/internal/kubetest"
+	"github.com/typedkube/informer/wire"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// peakEnv, when set in the environment of this test binary, makes it a child of
+// BenchmarkPeakRSS: it runs the variant its JSON names once, from nothing to synced, prints what
+// it measured as JSON on stdout, and exits.
+const peakEnv = "INFORMER_BENCH_PEAK"
+
+// peakJob is what a child of BenchmarkPeakRSS is told.
+type peakJob struct {
+	Host, Token string
+	CA          []byte
+	Namespace   string
+	Pods        int
+	Variant     string
+}
+
+// peakResult is what a child measured: VmHWM, the process's peak resident set (it only grows,
+// so each variant needs a process of its own), and VmRSS before the start; the live heap's peak
+// during the start (sampled every 2 ms) and after the sync and a full collection, above the heap
+// before the start; its CPU time from the start to the sync.
+type peakResult struct {
+	HWM, RSSBefore   int64
+	PeakHeap, Steady int64
+	CPU              time.Duration
+	Objects          int
+}
+
+// peakVariants are the programs BenchmarkPeakRSS runs, by name: client-go's informer and
+// controller-runtime's manager, and ours, each with the options operators keep.
+var peakVariants = map[string]func(cfg *rest.Config, ns string, n int) startFunc{
+	// A typed Pod informer: client-go's generated factory, and For.
+	"informer/upstream": func(cfg *rest.Config, ns string, _ int) startFunc { return upstreamPods(childFatal{}, cfg, ns, nil) },
+	"informer/upstream-nomanagedfields": func(cfg *rest.Config, ns string, _ int) startFunc {
+		return upstreamPods(childFatal{}, cfg, ns, dropManagedFields)
+	},
+	"informer/typed": func(cfg *rest.Config, ns string, _ int) startFunc {
+		return typedPods(childFatal{}, cfg, ns, informer.FactoryOptions{})
+	},
+	"informer/typed-nomanagedfields": func(cfg *rest.Config, ns string, _ int) startFunc {
+		return typedPods(childFatal{}, cfg, ns, informer.FactoryOptions{Wire: wire.Options{DropManagedFields: true}})
+	},
+	"informer/typed-compact": func(cfg *rest.Config, ns string, _ int) startFunc {
+		return typedPods(childFatal{}, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}})
+	},
+	"informer/typed-compact-nomanagedfields": func(cfg *rest.Config, ns string, _ int) startFunc {
+		return typedPods(childFatal{}, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}, Wire: wire.Options{DropManagedFields: true}})
+	},
+	// A manager with a controller of Pods, with controller-runtime's TransformStripManagedFields
+	// as its default transform, as kubebuilder operators keep it, or without a transform.
+	"manager/upstream": func(cfg *rest.Config, ns string, n int) startFunc {
+		return startManager(childFatal{}, cfg, ns, n, cache.New, cache.TransformStripManagedFields())
+	},
+	"manager/typed": func(cfg *rest.Config, ns string, n int) startFunc {
+		return startManager(childFatal{}, cfg, ns, n, typedcache.New, cache.TransformStripManagedFields())
+	},
+	"manager/typed-compact": func(cfg *rest.Config, ns string, n int) startFunc {
+		return startManager(childFatal{}, cfg, ns, n, typedcache.NewWith(typedcache.Options{Informer: informer.InformerOptions{Compact: true}}), cache.TransformStripManagedFields())
+	},
+	"manager/upstream-notransform": func(cfg *rest.Config, ns string, n int) startFunc {
+		return startManager(childFatal{}, cfg, ns, n, cache.New, nil)
+	},
+	"manager/typed-notransform": func(cfg *rest.Config, ns string, n int) startFunc {
+		return startManager(childFatal{}, cfg, ns, n, typedcache.New, nil)
+	},
+}
+
+// peakPairs are BenchmarkPeakRSS's sub-benchmarks: a name, and the variants of impl=upstream
+// and impl=typed.
+var peakPairs = []struct{ name, upstream, typed string }{
+	{"program=informer", "informer/upstream", "informer/typed"},
+	{"program=informer/mode=nomanagedfields", "informer/upstream-nomanagedfields", "informer/typed-nomanagedfields"},
+	{"program=informer/store=compact", "informer/upstream", "informer/typed-compact"},
+	{"program=informer/store=compact/mode=nomanagedfields", "informer/upstream-nomanagedfields", "informer/typed-compact-nomanagedfields"},
+	{"program=manager", "manager/upstream", "manager/typed"},
+	{"program=manager/store=compact", "manager/upstream", "manager/typed-compact"},
+	{"program=manager/mode=notransform", "manager/upstream-notransform", "manager/typed-notransform"},
+}
+
+// BenchmarkPeakRSS starts each program of peakVariants in a process of its own (a child of this
+// test binary, so that its peak resident set, VmHWM, is its own), from nothing until it has
+// synced (an informer) or reconciled every Pod once (a manager), over 10,000 realistic Pods
+// (testobj.RealisticPod), 10,000 harsh ones (testobj.HarshPod: each Pod's managedFields differ
+// from its siblings' in a few bytes) and, unless -short, 50,000 realistic ones. It reports, per
+// Pod: peak-RSS-B/object, the peak resident set above the one before the start, which is what
+// sizes a Pod's memory limit beyond the program's fixed cost; peak-heap-B/object and B/object,
+// the live heap's peak and the heap held once synced; cpu-ns/object; and peak-RSS-B, the
+// process's whole peak. Each round starts one process per variant. With -short (CI's smoke
+// run), only the realistic 10,000 Pods, for the informer and the two managers.
+func BenchmarkPeakRSS(b *testing.B) {
+	cfg := benchConfig()
+	workloads := []struct {
+		name string
+		ns   func() string
+		n    int
+	}{
+		{"pods=10k/realistic", func() string { return realisticPods(b, coldStartPods) }, coldStartPods},
+		{"pods=10k/harsh", func() string { return harshPods(b, coldStartPods) }, coldStartPods},
+	}
+	pairs := peakPairs
+	if testing.Short() {
+		// CI's smoke run: the realistic Pods, an informer and the two managers.
+		workloads = workloads[:1]
+		pairs = []struct{ name, upstream, typed string }{peakPairs[0], peakPairs[4], peakPairs[5]}
+	} else {
+		workloads = append(workloads, struct {
+			name string
+			ns   func() string
+			n    int
+		}{"pods=50k/realistic", func() string { return realisticPods(b, 50000) }, 50000})
+	}
+	for _, w := range workloads {
+		b.Run(w.name, func(b *testing.B) {
+			ns := w.ns()
+			for _, p := range pairs {
+				b.Run(p.name, func(b *testing.B) {
+					b.Run("impl=upstream", func(b *testing.B) { peakRounds(b, cfg, ns, w.n, p.upstream) })
+					b.Run("impl=typed", func(b *testing.B) { peakRounds(b, cfg, ns, w.n, p.typed) })
+				})
+			}
+		})
+	}
+}
+
+// peakRounds runs variant in a child process per round and reports the averages.
+func peakRounds(b *testing.B, cfg *rest.Config, ns string, n int, variant string) {
+	var rss, heap, peak, cpu, hwm float64
+	rounds := 0
+	for b.Loop() {
+		r := runPeakChild(b, cfg, ns, n, variant)
+		objects := float64(r.Objects)
+		rss += float64(r.HWM-r.RSSBefore) / objects
+		heap += float64(r.Steady) / objects
+		peak += float64(r.PeakHeap) / objects
+		cpu += float64(r.CPU.Nanoseconds()) / objects
+		hwm += float64(r.HWM)
+		rounds++
+	}
+	k := float64(rounds)
+	b.ReportMetric(rss/k, "peak-RSS-B/object")
+	b.ReportMetric(peak/k, "peak-heap-B/object")
+	b.ReportMetric(heap/k, "B/object")
+	b.ReportMetric(cpu/k, "cpu-ns/object")
+	b.ReportMetric(hwm/k, "peak-RSS-B")
+}
+
+// runPeakChild runs variant in a child process and returns what it measured.
+func runPeakChild(b *testing.B, cfg *rest.Config, ns string, n int, variant string) peakResult {
+	b.Helper()
+	spec, err := json.Marshal(peakJob{Host: cfg.Host, Token: cfg.BearerToken, CA: cfg.CAData, Namespace: ns, Pods: n, Variant: variant})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), peakEnv+"="+string(spec))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s: %v\n%s", variant, err, out.String())
+	}
+	var r peakResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		b.Fatalf("%s: %v in %q", variant, err, out.String())
+	}
+	if r.Objects < n {
+		b.Fatalf("%s synced with %d Pods, want %d", variant, r.Objects, n)
+	}
+	return r
+}
+
+// childFatal is the fataler of a child process: it panics, and runPeak turns the panic into an
+// error.
+type childFatal struct{}
+
+func (childFatal) Fatal(args ...any) { panic(fmt.Sprint(args...)) }
+
+// runPeak runs the child's variant once and prints its peakResult as JSON.
+func runPeak(job peakJob) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: %v", job.Variant, r)
+		}
+	}()
+	variant, ok := peakVariants[job.Variant]
+	if !ok {
+		return fmt.Errorf("no variant %q", job.Variant)
+	}
+	cfg := &rest.Config{Host: job.Host, BearerToken: job.Token, TLSClientConfig: rest.TLSClientConfig{CAData: job.CA}, QPS: -1}
+	start := variant(cfg, job.Namespace, job.Pods)
+	var r peakResult
+	before := heapInUse()
+	if r.RSSBefore, err = procStatus("VmRSS"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sampler := startHeapSampler()
+	cpu := kubetest.ProcessCPU()
+	synced, size, _, stop := start(ctx)
+	for !synced() {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s did not sync within 10 minutes", job.Variant)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.CPU = kubetest.ProcessCPU() - cpu
+	r.PeakHeap = int64(sampler.Peak()) - before
+	r.Objects = size()
+	r.Steady = heapInUse() - before
+	if r.HWM, err = procStatus("VmHWM"); err != nil {
+		return err
+	}
+	runtime.KeepAlive(size)
+	stop()
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// procStatus returns the field of /proc/self/status named name, in bytes (the file says kB).
+func procStatus(name string) (int64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), name+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/self/status", name)
+}
