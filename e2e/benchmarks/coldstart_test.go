@@ -36,7 +36,9 @@ import (
 //
 // pods=Nk/store=compact is the same beside our informer with a compact store
 // (InformerOptions.Compact): it lists the Pods' protobuf and keeps each as it came, undecoded.
-// pods=10k/realistic starts from 10,000 realistic Pods of about 11 KB (see coldStartRealistic).
+// pods=10k/realistic starts from 10,000 realistic Pods of about 11 KB (see coldStartRealistic), and
+// pods=10k/harsh from 10,000 harsh ones (testobj.HarshPod: each one's managedFields differ from
+// its siblings' in a few bytes), in every mode.
 //
 // widgets=10k (2k with -short) starts from Widgets, a CRD served in JSON: client-go's
 // cache.NewSharedIndexInformer over the Widget typed client, and our For[*widget.Widget].
@@ -63,7 +65,8 @@ func BenchmarkColdStart(b *testing.B) {
 				})
 			})
 			if n == coldStartPods {
-				b.Run("realistic", func(b *testing.B) { coldStartRealistic(b, cfg, n) })
+				b.Run("realistic", func(b *testing.B) { coldStartRealistic(b, cfg, n, realisticPods(b, n)) })
+				b.Run("harsh", func(b *testing.B) { coldStartRealistic(b, cfg, n, harshPods(b, n)) })
 			}
 		})
 	}
@@ -191,14 +194,13 @@ func slimPod(obj any) (any, error) {
 	return obj, nil
 }
 
-// coldStartRealistic is BenchmarkColdStart over n realistic Pods (testobj.RealisticPods, about
+// coldStartRealistic is BenchmarkColdStart over the n realistic Pods of ns (testobj.RealisticPods, about
 // 11 KB of protobuf, managedFields written by the API server for a controller's create and a
 // kubelet's status update), with either side's defaults (impl=upstream, impl=typed), without
 // managedFields (mode=nomanagedfields: client-go with a transform dropping them, ours with
-// Wire.DropManagedFields) and for a controller that needs a few fields (mode=projection, as
-// BenchmarkColdStartProjection).
-func coldStartRealistic(b *testing.B, cfg *rest.Config, n int) {
-	ns := realisticPods(b, n)
+// Wire.DropManagedFields), for a controller that needs a few fields (mode=projection, as
+// BenchmarkColdStartProjection), and with a compact store, with and without managedFields.
+func coldStartRealistic(b *testing.B, cfg *rest.Config, n int, ns string) {
 	b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
 	b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{})) })
 	b.Run("mode=nomanagedfields", func(b *testing.B) {
@@ -215,6 +217,12 @@ func coldStartRealistic(b *testing.B, cfg *rest.Config, n int) {
 		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
 		b.Run("impl=typed", func(b *testing.B) {
 			coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}}))
+		})
+		b.Run("mode=nomanagedfields", func(b *testing.B) {
+			b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, dropManagedFields)) })
+			b.Run("impl=typed", func(b *testing.B) {
+				coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}, Wire: wire.Options{DropManagedFields: true}}))
+			})
 		})
 	})
 }
