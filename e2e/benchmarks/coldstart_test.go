@@ -32,7 +32,9 @@ import (
 //     (informers.NewSharedInformerFactory(client, 0).Core().V1().Pods()), default feature
 //     gates: protobuf (the typed client prefers it) and a watch-list stream (WatchListClient);
 //   - impl=typed: informer.NewFactory and informer.For[*corev1.Pod]: protobuf and a watch-list
-//     stream, decoded by package wire (the factory's default DecodeWire).
+//     stream, decoded by package wire (the factory's default DecodeWire);
+//   - impl=floor: the transport floor (floor_test.go): the same watch-list stream, read frame by
+//     frame, nothing decoded.
 //
 // pods=Nk/store=compact is the same beside our informer with a compact store
 // (InformerOptions.Compact): it lists the Pods' protobuf and keeps each as it came, undecoded.
@@ -55,6 +57,7 @@ func BenchmarkColdStart(b *testing.B) {
 			b.Run("impl=typed", func(b *testing.B) {
 				coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{}))
 			})
+			b.Run("impl=floor", func(b *testing.B) { coldStart(b, n, floorPods(b, cfg, ns, n)) })
 			// Our informer with a compact store, beside client-go's with full objects.
 			b.Run("store=compact", func(b *testing.B) {
 				b.Run("impl=upstream", func(b *testing.B) {
@@ -203,6 +206,7 @@ func slimPod(obj any) (any, error) {
 func coldStartRealistic(b *testing.B, cfg *rest.Config, n int, ns string) {
 	b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
 	b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{})) })
+	b.Run("impl=floor", func(b *testing.B) { coldStart(b, n, floorPods(b, cfg, ns, n)) })
 	b.Run("mode=nomanagedfields", func(b *testing.B) {
 		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, dropManagedFields)) })
 		b.Run("impl=typed", func(b *testing.B) {

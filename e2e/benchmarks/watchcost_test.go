@@ -71,7 +71,7 @@ type costRound struct {
 func BenchmarkWatchCost(b *testing.B) {
 	ns := configMaps(b)
 	cfg := benchConfig()
-	for _, impl := range []string{"upstream", "typed"} {
+	for _, impl := range []string{"upstream", "typed", "floor"} {
 		b.Run("impl="+impl, func(b *testing.B) { watchCost(b, cfg, ns, impl, informer.FactoryOptions{}) })
 	}
 	// store=compact: our informer keeps a compact store (FactoryOptions.Informer.Compact); client-go
@@ -85,8 +85,9 @@ func BenchmarkWatchCost(b *testing.B) {
 	})
 }
 
-// watchCost runs one implementation of BenchmarkWatchCost: client-go's informer (impl upstream) or
-// ours, made with opts (impl typed).
+// watchCost runs one implementation of BenchmarkWatchCost: client-go's informer (impl upstream),
+// ours, made with opts (impl typed), or the transport floor (impl floor: the same list and watch,
+// frames read, nothing decoded; see floor_test.go).
 func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.FactoryOptions) {
 	b.ReportAllocs()
 	// seen counts updates; the handler closes the round's channel
@@ -102,7 +103,14 @@ func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.Fa
 	}
 	var stop func()
 	var synced func() bool
-	if impl == "upstream" {
+	switch impl {
+	case "floor":
+		var err error
+		if stop, err = floorWatcher(context.Background(), cfg, "configmaps", ns, onUpdate); err != nil {
+			b.Fatal(err)
+		}
+		synced = func() bool { return true } // it watches from the list's version
+	case "upstream":
 		client, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -115,7 +123,7 @@ func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.Fa
 		stopCh := make(chan struct{})
 		f.Start(stopCh)
 		synced, stop = inf.HasSynced, func() { close(stopCh); f.Shutdown() }
-	} else {
+	default:
 		opts.Namespace = ns
 		f, err := informer.NewFactory(cfg, opts)
 		if err != nil {

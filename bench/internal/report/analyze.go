@@ -52,6 +52,11 @@ type Row struct {
 	// Ratio is typed center / upstream center: 1 when both are 0, +Inf when
 	// only upstream is 0, NaN when a side is missing.
 	Ratio float64
+	// Floor is the workload's impl=floor, nil when it has none; TypedFloor
+	// and UpstreamFloor are each side's center over its center, NaN
+	// without it (as Ratio).
+	Floor                     *Stat
+	TypedFloor, UpstreamFloor float64
 	// Cmp is benchmath's comparison of the two samples (nil when a side is
 	// missing).
 	Cmp *benchmath.Comparison
@@ -178,7 +183,7 @@ func compareSeries(units benchfmt.UnitMetadataMap, failed map[implKey]runState, 
 	for _, impl := range sortedKeys(s.Impls) {
 		m := s.Impls[impl]
 		switch impl {
-		case ImplUpstream, ImplTyped:
+		case ImplUpstream, ImplTyped, ImplFloor:
 		case "":
 			probs = append(probs, Problem{Severity: Error, Kind: KindMissingPair, Where: name,
 				Text: fmt.Sprintf("%s has no impl= element (%d result(s)): it cannot be paired", name, len(m.Values[m.Units[0]]))})
@@ -187,7 +192,7 @@ func compareSeries(units benchfmt.UnitMetadataMap, failed map[implKey]runState, 
 				Text: fmt.Sprintf("%s: impl=%s is neither upstream nor typed; ignored", name, impl)})
 		}
 	}
-	up, ty := s.Impls[ImplUpstream], s.Impls[ImplTyped]
+	up, ty, fl := s.Impls[ImplUpstream], s.Impls[ImplTyped], s.Impls[ImplFloor]
 	if up == nil && ty == nil {
 		return nil, probs
 	}
@@ -213,7 +218,7 @@ func compareSeries(units benchfmt.UnitMetadataMap, failed map[implKey]runState, 
 
 	var rows []Row
 	for _, unit := range unitOrder(up, ty) {
-		row := Row{Workload: name, First: len(rows) == 0, Tidy: unit, Ratio: math.NaN()}
+		row := Row{Workload: name, First: len(rows) == 0, Tidy: unit, Ratio: math.NaN(), TypedFloor: math.NaN(), UpstreamFloor: math.NaN()}
 		row.Better = betterOf(units, unit)
 		assumption := units.GetAssumption(unit)
 		side := func(m *Measurements) *Stat {
@@ -229,6 +234,14 @@ func compareSeries(units benchfmt.UnitMetadataMap, failed map[implKey]runState, 
 			return st
 		}
 		row.Upstream, row.Typed = side(up), side(ty)
+		if row.Floor = side(fl); row.Floor != nil {
+			if row.Typed != nil {
+				row.TypedFloor = ratio(row.Floor.Summary.Center, row.Typed.Summary.Center)
+			}
+			if row.Upstream != nil {
+				row.UpstreamFloor = ratio(row.Floor.Summary.Center, row.Upstream.Summary.Center)
+			}
+		}
 		switch {
 		case row.Upstream != nil && row.Typed != nil:
 			cmp := assumption.Compare(row.Upstream.Sample, row.Typed.Sample)

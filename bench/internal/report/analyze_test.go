@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -310,5 +311,48 @@ func TestBuildCutRun(t *testing.T) {
 	}
 	if !slices.Equal(wantProbs, got) {
 		t.Errorf("missing-pair problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantProbs, "\n"))
+	}
+}
+
+// A workload with impl=floor beside the pair gives each row the floor's
+// median and both sides' ratios to it; the Markdown table gets three
+// columns more.
+func TestBuildFloor(t *testing.T) {
+	in := strings.Join([]string{
+		"pkg: example.com/e2e",
+		"BenchmarkWatchCost/impl=upstream-2 1 4000000000 ns/op 80000 cpu-ns/event",
+		"BenchmarkWatchCost/impl=typed-2 1 4000000000 ns/op 64000 cpu-ns/event",
+		"BenchmarkWatchCost/impl=floor-2 1 4000000000 ns/op 48000 cpu-ns/event",
+		"BenchmarkWatchCost/impl=upstream-2 1 4000000000 ns/op 82000 cpu-ns/event",
+		"BenchmarkWatchCost/impl=typed-2 1 4000000000 ns/op 66000 cpu-ns/event",
+		"BenchmarkWatchCost/impl=floor-2 1 4000000000 ns/op 50000 cpu-ns/event",
+		"BenchmarkColdStart/impl=upstream-2 1 1 ns/op 30 cpu-ns/object",
+		"BenchmarkColdStart/impl=typed-2 1 1 ns/op 20 cpu-ns/object",
+	}, "\n") + "\n"
+	path := filepath.Join(t.TempDir(), "floor.txt")
+	if err := os.WriteFile(path, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := buildAll(t, ReadFiles([]string{path}), ".")
+	for _, p := range r.Problems {
+		if p.Kind == KindImpl {
+			t.Errorf("impl=floor reported: %v", p)
+		}
+	}
+	row := findRow(t, r, "BenchmarkWatchCost", "cpu-ns/event")
+	if row.Floor == nil || !near(row.TypedFloor, 65000.0/49000) || !near(row.UpstreamFloor, 81000.0/49000) {
+		t.Errorf("floor %v, typed/floor %v, upstream/floor %v; want 49000, %v, %v", row.Floor, row.TypedFloor, row.UpstreamFloor, 65000.0/49000, 81000.0/49000)
+	}
+	if row := findRow(t, r, "BenchmarkColdStart", "cpu-ns/object"); row.Floor != nil || !math.IsNaN(row.TypedFloor) {
+		t.Errorf("a workload without a floor has floor %v, typed/floor %v", row.Floor, row.TypedFloor)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, r, MarkdownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| floor | typed/floor | upstream/floor |", "| 1.33× | 1.65× |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the Markdown has no %q:\n%s", want, md.String())
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -85,8 +86,17 @@ func WriteMarkdown(w io.Writer, r *Report, o MarkdownOptions) error {
 	if len(r.Rows) == 0 {
 		b.WriteString("No paired results.\n")
 	} else {
-		b.WriteString("| Workload | Metric | Better | upstream | typed | typed/upstream | p (n) | Verdict |\n")
-		b.WriteString("|---|---|---|--:|--:|--:|---|---|\n")
+		floors := slices.ContainsFunc(r.Rows, func(rw Row) bool { return rw.Floor != nil })
+		if floors {
+			b.WriteString("The transport floor (`impl=floor`) is what any informer on the same transport pays at least: the same\n")
+			b.WriteString("requests and stream, its frames read, nothing decoded. typed/floor and upstream/floor say how many\n")
+			b.WriteString("times that each side pays; they move less between runs than typed/upstream.\n\n")
+			b.WriteString("| Workload | Metric | Better | upstream | typed | typed/upstream | p (n) | Verdict | floor | typed/floor | upstream/floor |\n")
+			b.WriteString("|---|---|---|--:|--:|--:|---|---|--:|--:|--:|\n")
+		} else {
+			b.WriteString("| Workload | Metric | Better | upstream | typed | typed/upstream | p (n) | Verdict |\n")
+			b.WriteString("|---|---|---|--:|--:|--:|---|---|\n")
+		}
 		for _, rw := range r.Rows {
 			name := ""
 			if rw.First {
@@ -96,9 +106,17 @@ func WriteMarkdown(w io.Writer, r *Report, o MarkdownOptions) error {
 			if v := rw.Verdict(); v == "better" || v == "worse" {
 				ratio = "**" + ratio + "**"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, mdCell(rw.Unit), formatBetter(rw.Better),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |", name, mdCell(rw.Unit), formatBetter(rw.Better),
 				mdCell(formatStat(rw.Upstream, rw.Tidy)), mdCell(formatStat(rw.Typed, rw.Tidy)), ratio,
 				formatCmp(rw), rowNote(rw))
+			if floors {
+				fl, tf, uf := "", "", ""
+				if rw.Floor != nil {
+					fl, tf, uf = mdCell(formatStat(rw.Floor, rw.Tidy)), formatRatio(rw.TypedFloor), formatRatio(rw.UpstreamFloor)
+				}
+				fmt.Fprintf(&b, " %s | %s | %s |", fl, tf, uf)
+			}
+			b.WriteString("\n")
 		}
 	}
 	if len(r.Geomeans) > 0 {

@@ -9,11 +9,15 @@ import (
 	"golang.org/x/perf/benchfmt"
 )
 
-// Impl values that the project pairs. Any other impl= value is reported and
-// ignored.
+// Impl values that the project pairs, and the transport floor a workload
+// may have beside them (impl=floor: what any implementation pays at least,
+// such as reading a watch stream's frames without decoding them): its rows
+// then also say typed/floor and upstream/floor. Any other impl= value is
+// reported and ignored.
 const (
 	ImplUpstream = "upstream"
 	ImplTyped    = "typed"
+	ImplFloor    = "floor"
 )
 
 // benchName is a benchmark name split into what pairing needs.

@@ -1,0 +1,240 @@
+package benchmarks
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/typedkube/informer"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// The transport floor (impl=floor): what any informer on this transport pays at least. A
+// consumer over the same rest.Config, HTTP/2 transport and protobuf content type as the
+// informers, that lists and watches as they do and reads the stream frame by frame, decoding
+// nothing: no object, no event, only the few bytes that say what kind of event a frame is and, to
+// watch from the list, the list's resource version. Beside it, typed/floor and upstream/floor say
+// how much of each informer's cost is its own.
+
+// floorClient is a REST client of the core group for the floor, asking for protobuf as
+// client-go's typed clients do.
+func floorClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(cfg)
+	c.APIPath = "/api"
+	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return rest.RESTClientFor(c)
+}
+
+// floorStream opens a watch of resource in ns with params, as the informers' watches ask for it
+// (bookmarks, protobuf), and returns its body: frames of a 4-byte big-endian length and a
+// metav1.WatchEvent.
+func floorStream(ctx context.Context, rc *rest.RESTClient, resource, ns string, params map[string]string) (io.ReadCloser, error) {
+	req := rc.Get().Namespace(ns).Resource(resource).Param("watch", "true").Param("allowWatchBookmarks", "true")
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	return req.Stream(ctx)
+}
+
+// frameReader reads the frames of a protobuf watch stream into a buffer it reuses.
+type frameReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+func newFrameReader(r io.Reader) *frameReader { return &frameReader{r: bufio.NewReaderSize(r, 64<<10)} }
+
+// next returns the next frame, valid until the next call.
+func (f *frameReader) next() ([]byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(f.r, n[:]); err != nil {
+		return nil, err
+	}
+	size := int(binary.BigEndian.Uint32(n[:]))
+	if cap(f.buf) < size {
+		f.buf = make([]byte, size)
+	}
+	f.buf = f.buf[:size]
+	_, err := io.ReadFull(f.r, f.buf)
+	return f.buf, err
+}
+
+// eventType returns the type of the metav1.WatchEvent frame (its field 1, a string), as bytes
+// of frame: all the floor reads of an event.
+func eventType(frame []byte) []byte {
+	if len(frame) < 2 || frame[0] != 1<<3|2 || int(frame[1]) > len(frame)-2 || frame[1] >= 0x80 {
+		return nil
+	}
+	return frame[2 : 2+int(frame[1])]
+}
+
+// floorListVersion lists resource in ns and returns the list's resource version, read from its
+// ListMeta alone (the items are not decoded).
+func floorListVersion(ctx context.Context, rc *rest.RESTClient, resource, ns string) (string, error) {
+	body, err := rc.Get().Namespace(ns).Resource(resource).Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	rv, err := listVersion(body)
+	if err != nil {
+		return "", fmt.Errorf("floor: the list's resource version: %w", err)
+	}
+	return rv, nil
+}
+
+// listVersion reads the resource version of a protobuf LIST response: the k8s\x00 magic, a
+// runtime.Unknown whose raw (field 2) is the list, whose field 1 is its ListMeta, whose field 2
+// is the resource version.
+func listVersion(body []byte) (string, error) {
+	if len(body) < 4 || string(body[:4]) != "k8s\x00" {
+		return "", fmt.Errorf("not a protobuf response")
+	}
+	raw, err := field(body[4:], 2)
+	if err != nil {
+		return "", err
+	}
+	meta, err := field(raw, 1)
+	if err != nil {
+		return "", err
+	}
+	rv, err := field(meta, 2)
+	return string(rv), err
+}
+
+// field returns the first length-delimited field num of the protobuf message b.
+func field(b []byte, num uint64) ([]byte, error) {
+	for len(b) > 0 {
+		key, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, fmt.Errorf("bad key")
+		}
+		b = b[n:]
+		switch key & 7 {
+		case 0:
+			_, n = binary.Uvarint(b)
+			if n <= 0 {
+				return nil, fmt.Errorf("bad varint")
+			}
+			b = b[n:]
+		case 2:
+			l, n := binary.Uvarint(b)
+			if n <= 0 || int(l) > len(b)-n {
+				return nil, fmt.Errorf("bad length")
+			}
+			v := b[n : n+int(l)]
+			if key>>3 == num {
+				return v, nil
+			}
+			b = b[n+int(l):]
+		default:
+			return nil, fmt.Errorf("wire type %d", key&7)
+		}
+	}
+	return nil, fmt.Errorf("no field %d", num)
+}
+
+// floorWatcher is the floor of a watching informer: it lists, then watches from the list's
+// version, counting the MODIFIED frames (updates) for onUpdate.
+func floorWatcher(ctx context.Context, cfg *rest.Config, resource, ns string, onUpdate func()) (stop func(), err error) {
+	rc, err := floorClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rv, err := floorListVersion(ctx, rc, resource, ns)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	body, err := floorStream(ctx, rc, resource, ns, map[string]string{"resourceVersion": rv})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer body.Close()
+		fr := newFrameReader(body)
+		for {
+			frame, err := fr.next()
+			if err != nil {
+				return
+			}
+			if string(eventType(frame)) == "MODIFIED" {
+				onUpdate()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// floorPods is the floor of BenchmarkColdStart: a watch-list stream of the Pods of ns, as the
+// informers ask for one (sendInitialEvents, bookmarks, protobuf), read until the initial
+// events have all come (the n objects and the bookmark that ends them), decoding nothing.
+func floorPods(b fataler, cfg *rest.Config, ns string, n int) startFunc {
+	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
+		rc, err := floorClient(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		body, err := floorStream(ctx, rc, "pods", ns, map[string]string{
+			"sendInitialEvents": "true", "resourceVersionMatch": string(metav1.ResourceVersionMatchNotOlderThan),
+		})
+		if err != nil {
+			cancel()
+			b.Fatal(err)
+		}
+		var objects int
+		var done = make(chan struct{})
+		var failed error
+		go func() {
+			defer close(done)
+			defer body.Close()
+			fr := newFrameReader(body)
+			for {
+				frame, err := fr.next()
+				if err != nil {
+					failed = err
+					return
+				}
+				switch string(eventType(frame)) {
+				case "ADDED":
+					objects++
+				case "BOOKMARK":
+					if objects >= n {
+						return // the end of the initial events
+					}
+				}
+			}
+		}()
+		isDone := func() bool {
+			select {
+			case <-done:
+				return true
+			default:
+				return false
+			}
+		}
+		return isDone, func() int {
+				<-done
+				if failed != nil {
+					b.Fatal(fmt.Errorf("floor: %w after %s objects", failed, strconv.Itoa(objects)))
+				}
+				return objects
+			}, nil, func() {
+				cancel()
+				<-done
+			}
+	}
+}
