@@ -144,8 +144,8 @@ func field(b []byte, num uint64) ([]byte, error) {
 }
 
 // floorWatcher is the floor of a watching informer: it lists, then watches from the list's
-// version, counting the MODIFIED frames (updates) for onUpdate.
-func floorWatcher(ctx context.Context, cfg *rest.Config, resource, ns string, onUpdate func()) (stop func(), err error) {
+// version, and calls onEvent for each frame whose event type counts says it counts.
+func floorWatcher(ctx context.Context, cfg *rest.Config, resource, ns string, counts func(typ []byte) bool, onEvent func()) (stop func(), err error) {
 	rc, err := floorClient(cfg)
 	if err != nil {
 		return nil, err
@@ -170,8 +170,8 @@ func floorWatcher(ctx context.Context, cfg *rest.Config, resource, ns string, on
 			if err != nil {
 				return
 			}
-			if string(eventType(frame)) == "MODIFIED" {
-				onUpdate()
+			if counts(eventType(frame)) {
+				onEvent()
 			}
 		}
 	}()

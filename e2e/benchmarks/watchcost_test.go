@@ -35,6 +35,8 @@ type writerJob struct {
 	Namespace   string
 	Updates     int
 	Round       int
+	// Writes is what the writer does (see podWrites); "" patches ConfigMaps.
+	Writes string
 }
 
 // runWriter applies job's updates to the ConfigMaps cm-0000.., writeWorkers at a time.
@@ -47,6 +49,9 @@ func runWriter(job writerJob) error {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	if job.Writes != "" {
+		return runPodWriter(ctx, c, job)
+	}
 	return kubetest.Parallel(ctx, job.Updates, writeWorkers, func(ctx context.Context, i int) error {
 		patch := fmt.Appendf(nil, `{"data":{"round":"%d-%d"}}`, job.Round, i)
 		_, err := c.Kube.CoreV1().ConfigMaps(job.Namespace).Patch(ctx, fmt.Sprintf("cm-%04d", i%watchedConfigs), types.MergePatchType, patch, metav1.PatchOptions{})
@@ -106,7 +111,8 @@ func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.Fa
 	switch impl {
 	case "floor":
 		var err error
-		if stop, err = floorWatcher(context.Background(), cfg, "configmaps", ns, onUpdate); err != nil {
+		modified := func(typ []byte) bool { return string(typ) == "MODIFIED" }
+		if stop, err = floorWatcher(context.Background(), cfg, "configmaps", ns, modified, onUpdate); err != nil {
 			b.Fatal(err)
 		}
 		synced = func() bool { return true } // it watches from the list's version
@@ -140,6 +146,12 @@ func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.Fa
 		synced, stop = inf.HasSynced, f.Shutdown
 	}
 	defer stop()
+	waitSynced(b, synced)
+	costRounds(b, cfg, writerJob{Namespace: ns, Updates: costUpdates}, costUpdates, &seen, &round)
+}
+
+// waitSynced waits, a minute at most, until synced says so.
+func waitSynced(b *testing.B, synced func() bool) {
 	deadline := time.Now().Add(time.Minute)
 	for !synced() {
 		if time.Now().After(deadline) {
@@ -147,12 +159,18 @@ func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.Fa
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// costRounds runs the rounds of a watch cost benchmark: in each, a writer process does job (its
+// round numbered) while the informer's handler counts the events in seen and closes the round's
+// channel at the events-th; it reports what the process paid per event.
+func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen *atomic.Int64, round *atomic.Pointer[costRound]) {
 	var paid perUnit
 	var n int
 	for b.Loop() {
 		b.StopTimer()
 		n++
-		job := writerJob{Host: cfg.Host, Token: cfg.BearerToken, CA: cfg.CAData, Namespace: ns, Updates: costUpdates, Round: n}
+		job.Host, job.Token, job.CA, job.Round = cfg.Host, cfg.BearerToken, cfg.CAData, n
 		spec, err := json.Marshal(job)
 		if err != nil {
 			b.Fatal(err)
@@ -160,9 +178,9 @@ func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.Fa
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), writerEnv+"="+string(spec))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		r := &costRound{target: seen.Load() + costUpdates, done: make(chan struct{})}
+		r := &costRound{target: seen.Load() + int64(events), done: make(chan struct{})}
 		round.Store(r)
-		mark := r.target - costUpdates
+		mark := r.target - int64(events)
 		cost := costNow()
 		b.StartTimer()
 		if err := cmd.Start(); err != nil {
@@ -182,7 +200,7 @@ func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.Fa
 				}
 				waitErr = nil
 			case <-timeout.C:
-				b.Fatalf("saw %d of %d updates", seen.Load()-mark, costUpdates)
+				b.Fatalf("saw %d of %d events", seen.Load()-mark, events)
 			}
 		}
 		timeout.Stop()
@@ -193,7 +211,7 @@ func watchCost(b *testing.B, cfg *rest.Config, ns, impl string, opts informer.Fa
 				b.Fatalf("writer: %v", err)
 			}
 		}
-		paid.add(spent, costUpdates)
+		paid.add(spent, events)
 		b.StartTimer()
 	}
 	paid.report(b, "event")
