@@ -576,7 +576,7 @@ func (s *state) sharedMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 		if !ok {
 			key = string(run)
 		}
-		set.put(o.mapType, o.typ, key, *m)
+		set.put(o.mapType, o.typ, key, *m, false)
 	}
 	return end, nil
 }

@@ -124,6 +124,7 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 			d.maps = newMapTable()
 			d.bytes = newBytesTable()
 			d.jsonMaps = newMapTable()
+			d.jsonMaps.json = true
 			d.jsonMapOffsets = jsonMapFields(p)
 		}
 		d.share = &sharing{mu: &d.mu, strs: d.strs, bytes: d.bytes}

@@ -132,7 +132,7 @@ func TestSharedMapKeyHasTheType(t *testing.T) {
 	run := []byte("\x0a\x05\x0a\x01a\x12\x00")
 	set, _ := tab.find(stringMapDescriptor, run)
 	m := map[string]string{"a": ""}
-	set.put(stringMapDescriptor, stringMapType, string(run), *(*unsafe.Pointer)(unsafe.Pointer(&m)))
+	set.put(stringMapDescriptor, stringMapType, string(run), *(*unsafe.Pointer)(unsafe.Pointer(&m)), false)
 	if _, seen := tab.find(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run); seen != nil {
 		t.Error("a map of another type with the same bytes was found")
 	}
@@ -141,9 +141,9 @@ func TestSharedMapKeyHasTheType(t *testing.T) {
 	}
 	// And in one set, where the type's hash does not set them apart.
 	var one mapSet
-	one.put(stringMapDescriptor, stringMapType, string(run), *(*unsafe.Pointer)(unsafe.Pointer(&m)))
+	one.put(stringMapDescriptor, stringMapType, string(run), *(*unsafe.Pointer)(unsafe.Pointer(&m)), false)
 	var written uint64
-	if one.get(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run, &written) != nil {
+	if one.get(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run, false, &written) != nil {
 		t.Error("a set found a map of another type with the same bytes")
 	}
 }

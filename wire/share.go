@@ -45,10 +45,10 @@ type mapSlot struct {
 // was remembered, written to through an object that holds it (which the
 // objects' contract forbids), is forgotten and counted in *written: it
 // holds what that write put there, not what run says.
-func (set *mapSet) get(typ unsafe.Pointer, run []byte, written *uint64) unsafe.Pointer {
+func (set *mapSet) get(typ unsafe.Pointer, run []byte, json bool, written *uint64) unsafe.Pointer {
 	for w := range set.ways {
 		if slot := &set.ways[w]; slot.m != nil && slot.typ == typ && slot.run == string(run) {
-			if !slot.snap.intact(slot.m) {
+			if !slot.snap.intact(slot.m, slot.run, json) {
 				*written++
 				set.ways[w], set.used[w] = mapSlot{}, 0
 				return nil
@@ -62,8 +62,14 @@ func (set *mapSet) get(typ unsafe.Pointer, run []byte, written *uint64) unsafe.P
 }
 
 // put remembers m, a map of type t (whose descriptor is typ), for run, a
-// string the set keeps, in place of the set's least recently used way.
-func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run string, m unsafe.Pointer) {
+// string the set keeps, in place of the set's least recently used way. A
+// string map whose run does not check out against it (a key named twice)
+// is not remembered: a hit would take it for one written to.
+func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run string, m unsafe.Pointer, json bool) {
+	snap := snapshotMap(t, m)
+	if snap.kind == stringMap && !stringMapIntact(*(*map[string]string)(unsafe.Pointer(&m)), run, json) {
+		return
+	}
 	w := 0
 	for i, u := range set.used {
 		if u < set.used[w] {
@@ -71,7 +77,7 @@ func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run string, m unsafe.
 		}
 	}
 	set.clock++
-	set.ways[w] = mapSlot{typ: typ, run: run, m: m, snap: snapshotMap(t, m)}
+	set.ways[w] = mapSlot{typ: typ, run: run, m: m, snap: snap}
 	set.used[w] = set.clock
 }
 
@@ -124,12 +130,7 @@ func kindOfMap(t reflect.Type) mapKind {
 func snapshotMap(t reflect.Type, m unsafe.Pointer) mapSnapshot {
 	sn := mapSnapshot{kind: kindOfMap(t), t: t}
 	switch sn.kind {
-	case stringMap:
-		mm := *(*map[string]string)(unsafe.Pointer(&m))
-		sn.strs = make([]string, 0, 2*len(mm))
-		for k, v := range mm {
-			sn.strs = append(sn.strs, k, v)
-		}
+	case stringMap: // its run is its copy
 	case quantityMap:
 		mm := *(*map[string]resource.Quantity)(unsafe.Pointer(&m))
 		sn.qs = make([]quantityEntry, 0, len(mm))
@@ -151,7 +152,7 @@ func snapshotMap(t reflect.Type, m unsafe.Pointer) mapSnapshot {
 func (sn *mapSnapshot) bytes() int {
 	switch sn.kind {
 	case stringMap:
-		return allocBytes(cap(sn.strs) * int(unsafe.Sizeof("")))
+		return 0
 	case quantityMap:
 		return allocBytes(cap(sn.qs) * int(unsafe.Sizeof(quantityEntry{})))
 	}
@@ -164,20 +165,13 @@ func (sn *mapSnapshot) bytes() int {
 }
 
 // intact reports whether m holds the entries of the snapshot, and no
-// others.
-func (sn *mapSnapshot) intact(m unsafe.Pointer) bool {
+// others: for a string map, the entries of run, the map entries it was
+// made from in protobuf, or with json the JSON table's key (see
+// mapTable.share).
+func (sn *mapSnapshot) intact(m unsafe.Pointer, run string, json bool) bool {
 	switch sn.kind {
 	case stringMap:
-		mm := *(*map[string]string)(unsafe.Pointer(&m))
-		if len(mm) != len(sn.strs)/2 {
-			return false
-		}
-		for i := 0; i < len(sn.strs); i += 2 {
-			if v, ok := mm[sn.strs[i]]; !ok || v != sn.strs[i+1] {
-				return false
-			}
-		}
-		return true
+		return stringMapIntact(*(*map[string]string)(unsafe.Pointer(&m)), run, json)
 	case quantityMap:
 		mm := *(*map[string]resource.Quantity)(unsafe.Pointer(&m))
 		if len(mm) != len(sn.qs) {
@@ -202,6 +196,8 @@ func (sn *mapSnapshot) intact(m unsafe.Pointer) bool {
 type mapTable struct {
 	seed maphash.Seed
 	sets []mapSet
+	// json says that the runs are JSON's keys (see share), not protobuf.
+	json bool
 	keys []string // scratch of share
 	buf  []byte   // scratch of share
 	// written counts the maps found written to since they were
@@ -233,7 +229,7 @@ func (t *mapTable) find(typ unsafe.Pointer, run []byte) (*mapSet, unsafe.Pointer
 	// different sets, most often, and do not evict each other.
 	h := maphash.Bytes(t.seed, run) ^ (uint64(uintptr(typ))*0x9e3779b97f4a7c15)>>32
 	set := &t.sets[h&(mapSets-1)]
-	return set, set.get(typ, run, &t.written)
+	return set, set.get(typ, run, t.json, &t.written)
 }
 
 // share replaces the map at m, decoded from JSON, by an equal one seen
@@ -265,7 +261,7 @@ func (t *mapTable) share(m *map[string]string) {
 	if set, seen := t.find(stringMapDescriptor, t.buf); seen != nil {
 		*(*unsafe.Pointer)(ptr) = seen
 	} else if set != nil {
-		set.put(stringMapDescriptor, stringMapType, string(t.buf), *(*unsafe.Pointer)(ptr))
+		set.put(stringMapDescriptor, stringMapType, string(t.buf), *(*unsafe.Pointer)(ptr), t.json)
 	}
 }
 
@@ -419,4 +415,77 @@ func (t *bytesTable) get(b []byte) []byte {
 func cloneBytes(b []byte) []byte {
 	v := append([]byte(nil), b...)
 	return v[:len(v):len(v)]
+}
+
+// stringMapIntact reports whether m holds the entries of run, and no
+// others. A run in protobuf is map entries (field 1 the key, field 2 the
+// value); with json, each key and value preceded by its length. A run that
+// names a key twice reads as changed: the map is then no longer shared,
+// which costs a miss, never a wrong map.
+func stringMapIntact(m map[string]string, run string, json bool) bool {
+	b := unsafe.Slice(unsafe.StringData(run), len(run))
+	n := 0
+	for i := 0; i < len(b); n++ {
+		var k, v []byte
+		if json {
+			kl, w := binary.Uvarint(b[i:])
+			if w <= 0 || uint64(len(b)-i-w) < kl {
+				return false
+			}
+			i += w
+			k, i = b[i:i+int(kl)], i+int(kl)
+			vl, w := binary.Uvarint(b[i:])
+			if w <= 0 || uint64(len(b)-i-w) < vl {
+				return false
+			}
+			i += w
+			v, i = b[i:i+int(vl)], i+int(vl)
+		} else {
+			_, _, next, err := tag(b, i)
+			if err != nil {
+				return false
+			}
+			start, end, err := lengthDelimited(b, next)
+			if err != nil {
+				return false
+			}
+			if k, v, err = entryStrings(b[start:end]); err != nil {
+				return false
+			}
+			i = end
+		}
+		if got, ok := m[string(k)]; !ok || got != string(v) {
+			return false
+		}
+	}
+	return n == len(m)
+}
+
+// entryStrings returns the key (field 1) and value (field 2) of a map
+// entry of strings, empty when missing.
+func entryStrings(e []byte) (k, v []byte, err error) {
+	for j := 0; j < len(e); {
+		num, typ, next, err := tag(e, j)
+		if err != nil {
+			return nil, nil, err
+		}
+		if typ != wireBytes {
+			if j, err = skip(e, next, typ); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		s, end, err := lengthDelimited(e, next)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch num {
+		case 1:
+			k = e[s:end]
+		case 2:
+			v = e[s:end]
+		}
+		j = end
+	}
+	return k, v, nil
 }

@@ -223,13 +223,18 @@ func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	typ := stringMapDescriptor
 	ptr := func(m map[string]string) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
 	var written uint64
-	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(run), &written) }
+	// runOf is the protobuf run of the map {k: ""}: one map entry.
+	runOf := func(k string) string {
+		e := append([]byte{1<<3 | 2, byte(len(k))}, k...)
+		return string(append([]byte{11<<3 | 2, byte(len(e))}, e...))
+	}
+	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(runOf(run)), false, &written) }
 	maps := map[string]map[string]string{}
 	for _, run := range []string{"a", "b", "c", "d", "e"} {
 		maps[run] = map[string]string{run: ""}
 	}
 	for _, run := range []string{"a", "b", "c", "d"} {
-		set.put(typ, stringMapType, run, ptr(maps[run]))
+		set.put(typ, stringMapType, runOf(run), ptr(maps[run]), false)
 	}
 	for _, run := range []string{"a", "b", "c", "d"} {
 		if get(run) != ptr(maps[run]) {
@@ -239,7 +244,7 @@ func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	for _, run := range []string{"a", "c", "d"} {
 		get(run) // b is now the least recently used
 	}
-	set.put(typ, stringMapType, "e", ptr(maps["e"]))
+	set.put(typ, stringMapType, runOf("e"), ptr(maps["e"]), false)
 	if get("b") != nil {
 		t.Error("the least recently used run was kept")
 	}

@@ -182,3 +182,31 @@ func TestSharedMapWrittenOtherValues(t *testing.T) {
 		t.Errorf("SharedMapsWritten() = %d, want 1", n)
 	}
 }
+
+// A map whose run names a key twice (the last value wins) is not shared,
+// and is not taken for one written to: SharedMapsWritten stays 0.
+func TestSharedMapDuplicateKeyNotWritten(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := func(k, v string) []byte {
+		e := append(append([]byte{1<<3 | 2, byte(len(k))}, k...), append([]byte{2<<3 | 2, byte(len(v))}, v...)...)
+		return append([]byte{11<<3 | 2, byte(len(e))}, e...)
+	}
+	labels := append(entry("app", "a"), entry("app", "b")...)
+	meta := append(append([]byte{1<<3 | 2, 1}, 'p'), labels...)
+	b := append([]byte{1<<3 | 2, byte(len(meta))}, meta...)
+	for range 3 {
+		p, err := d.Protobuf(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Labels["app"] != "b" || len(p.Labels) != 1 {
+			t.Fatalf("labels %v, want app=b", p.Labels)
+		}
+	}
+	if n := d.SharedMapsWritten(); n != 0 {
+		t.Errorf("SharedMapsWritten() = %d, want 0", n)
+	}
+}
