@@ -42,22 +42,41 @@ with_proxy() {
 }
 
 # serve_required PROXY DIR... adds to the file proxy in PROXY the versions of this repository's
-# modules that the go.mod files of the modules in DIR... require: a pseudo-version is served
-# from the commit it names, a release version from the module's tag.
+# modules that the go.mod files of the modules in DIR... require, and those that the go.mod
+# files of these versions require in turn: a pseudo-version is served from the commit it names,
+# a release version from the module's tag.
 serve_required() {
-	local proxy=$1 dir m v rev
+	local proxy=$1 dir m v rev gomod
 	shift
+	local -a queue=()
+	local -A seen=()
 	for dir in "$@"; do
 		for m in "${release_modules[@]}"; do
 			v=$(required_version "$dir" "$(module_path "$m")")
-			[ -n "$v" ] || continue
-			if [[ $v =~ -([0-9a-f]{12})$ ]]; then
-				rev=${BASH_REMATCH[1]}
-			else
-				rev=$(tag_name "$m" "$v")
-			fi
-			modproxy -repo "$repo_dir" -rev "$rev" -version "$v" -out "$proxy" "$m"
+			[ -n "$v" ] && queue+=("$m@$v")
 		done
+	done
+	while [ ${#queue[@]} -gt 0 ]; do
+		m=${queue[0]%@*} v=${queue[0]#*@}
+		queue=("${queue[@]:1}")
+		[ -z "${seen[$m@$v]:-}" ] || continue
+		seen[$m@$v]=1
+		if [[ $v =~ -([0-9a-f]{12})$ ]]; then
+			rev=${BASH_REMATCH[1]}
+		else
+			rev=$(tag_name "$m" "$v")
+		fi
+		modproxy -repo "$repo_dir" -rev "$rev" -version "$v" -out "$proxy" "$m"
+		# What that version's go.mod requires of ours, from the proxy just written.
+		gomod=$(mktemp -d)
+		mkdir -p "$gomod/$m"
+		cp "$proxy/$(module_path "$m")/@v/$v.mod" "$gomod/$m/go.mod"
+		local o w
+		for o in "${release_modules[@]}"; do
+			w=$(required_version "$gomod/$m" "$(module_path "$o")")
+			[ -n "$w" ] && queue+=("$o@$w")
+		done
+		rm -rf "$gomod"
 	done
 }
 
