@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
-	github.com/typedkube/informer v0.0.0-20261128030136-b97219b4fc56
+	github.com/typedkube/informer v0.0.0-20261128031724-4eefd0340325
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

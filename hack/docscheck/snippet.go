@@ -160,7 +160,7 @@ func Wrap(doc string, b Block, pkg string) (*Snippet, error) {
 	}
 	file := func(importLines []string, extra string) string {
 		var src strings.Builder
-		fmt.Fprintf(&src, "package %s\n\nimport (\n", pkg)
+		fmt.Fprintf(&src, "%spackage %s\n\nimport (\n", lineDirective(doc, b.Line), pkg)
 		for _, l := range importLines {
 			src.WriteString("\t" + strings.TrimSpace(l) + "\n")
 		}
