@@ -547,9 +547,10 @@ func (s *state) sharedMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 	}
 	run := b[i:end]
 	var set *mapSet // where to remember the map; nil after a merge
+	var h uint64    // the hash of run, where set is
 	if !merged && badEntry == nil {
 		var seen unsafe.Pointer
-		if set, seen = s.maps.find(o.mapType, run); seen != nil {
+		if set, h, seen = s.maps.find(o.mapType, run); seen != nil {
 			*m = seen
 			s.share.noteShared(seen, o.typ)
 			return end, nil
@@ -572,11 +573,8 @@ func (s *state) sharedMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 	shareable := !s.notShared
 	s.notShared = outer || s.notShared
 	if set != nil && shareable && *m != nil && len(run) > 0 {
-		key, ok := s.alias.str(run)
-		if !ok {
-			key = string(run)
-		}
-		set.put(o.mapType, o.typ, key, *m, false)
+		kept, _ := s.alias.str(run) // the run in a record's memory, if it lies there
+		set.put(o.mapType, o.typ, run, kept, h, *m, false)
 	}
 	return end, nil
 }

@@ -130,20 +130,20 @@ func TestSharedMapKeyHasTheType(t *testing.T) {
 	// The table itself: one run, two types.
 	tab := newMapTable()
 	run := []byte("\x0a\x05\x0a\x01a\x12\x00")
-	set, _ := tab.find(stringMapDescriptor, run)
+	set, h, _ := tab.find(stringMapDescriptor, run)
 	m := map[string]string{"a": ""}
-	set.put(stringMapDescriptor, stringMapType, string(run), *(*unsafe.Pointer)(unsafe.Pointer(&m)), false)
-	if _, seen := tab.find(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run); seen != nil {
+	set.put(stringMapDescriptor, stringMapType, run, "", h, *(*unsafe.Pointer)(unsafe.Pointer(&m)), false)
+	if _, _, seen := tab.find(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run); seen != nil {
 		t.Error("a map of another type with the same bytes was found")
 	}
-	if _, seen := tab.find(stringMapDescriptor, run); seen == nil {
+	if _, _, seen := tab.find(stringMapDescriptor, run); seen == nil {
 		t.Error("the map of the same type and bytes was not found")
 	}
 	// And in one set, where the type's hash does not set them apart.
 	var one mapSet
-	one.put(stringMapDescriptor, stringMapType, string(run), *(*unsafe.Pointer)(unsafe.Pointer(&m)), false)
+	one.put(stringMapDescriptor, stringMapType, run, "", 7, *(*unsafe.Pointer)(unsafe.Pointer(&m)), false)
 	var written uint64
-	if one.get(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run, false, &written) != nil {
+	if one.get(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run, 7, false, &written) != nil {
 		t.Error("a set found a map of another type with the same bytes")
 	}
 }

@@ -30,45 +30,64 @@ type mapSet struct {
 // mapSlot is a map the table remembers. Its key is its type and the bytes
 // it was made for: the maps of two types whose entries are the same bytes
 // on the wire (a corev1.ResourceList and the unnamed map type under it, in
-// a projection) are never one.
+// a projection) are never one. A map of strings keeps no copy of its
+// bytes: it is found by their hash, and then compared with them entry by
+// entry, which says both that the bytes are its own and that no one wrote
+// to it (see stringMapIntact).
 type mapSlot struct {
 	typ unsafe.Pointer // the descriptor of the map's type
-	run string         // the bytes the map was made for
+	run string         // the bytes the map was made for; "" for a map of strings
+	h   uint64         // the hash of those bytes (see mapTable.find)
 	m   unsafe.Pointer // the map, a value of typ; nil: the way is empty
-	// snap is a copy of the map's entries when it was remembered, which
-	// a hit compares it with (see intact).
+	// snap is what a hit compares the map with (see intact).
 	snap mapSnapshot
 }
 
-// get returns the map of type typ the set remembers for run, nil if none;
-// a hit makes its way the most recently used. A map found changed since it
-// was remembered, written to through an object that holds it (which the
-// objects' contract forbids), is forgotten and counted in *written: it
-// holds what that write put there, not what run says.
-func (set *mapSet) get(typ unsafe.Pointer, run []byte, json bool, written *uint64) unsafe.Pointer {
+// get returns the map of type typ the set remembers for run, of hash h,
+// nil if none; a hit makes its way the most recently used. A map found
+// changed since it was remembered, written to through an object that
+// holds it (which the objects' contract forbids), is forgotten and counted
+// in *written: it holds what that write put there, not what run says.
+func (set *mapSet) get(typ unsafe.Pointer, run []byte, h uint64, json bool, written *uint64) unsafe.Pointer {
 	for w := range set.ways {
-		if slot := &set.ways[w]; slot.m != nil && slot.typ == typ && slot.run == string(run) {
-			if !slot.snap.intact(slot.m, slot.run, json) {
-				*written++
-				set.ways[w], set.used[w] = mapSlot{}, 0
-				return nil
-			}
-			set.clock++
-			set.used[w] = set.clock
-			return slot.m
+		slot := &set.ways[w]
+		if slot.m == nil || slot.typ != typ || slot.h != h {
+			continue
 		}
+		if slot.snap.kind != stringMap && slot.run != string(run) {
+			continue
+		}
+		if !slot.snap.intact(slot.m, run, json) {
+			// A map of strings whose hash matches but whose entries do
+			// not was written to, unless two runs of one hash (one
+			// chance in 2^64) differ.
+			*written++
+			set.ways[w], set.used[w] = mapSlot{}, 0
+			return nil
+		}
+		set.clock++
+		set.used[w] = set.clock
+		return slot.m
 	}
 	return nil
 }
 
-// put remembers m, a map of type t (whose descriptor is typ), for run, a
-// string the set keeps, in place of the set's least recently used way. A
-// string map whose run does not check out against it (a key named twice)
-// is not remembered: a hit would take it for one written to.
-func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run string, m unsafe.Pointer, json bool) {
+// put remembers m, a map of type t (whose descriptor is typ), for run, of
+// hash h, in place of the set's least recently used way; the set keeps
+// run, as kept if it is not "" (a string over the same bytes that may be
+// kept) or a copy, unless m is a map of strings. A string map whose run
+// does not check out against it (a key named twice) is not remembered: a
+// hit would take it for one written to.
+func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run []byte, kept string, h uint64, m unsafe.Pointer, json bool) {
 	snap := snapshotMap(t, m)
-	if snap.kind == stringMap && !stringMapIntact(*(*map[string]string)(unsafe.Pointer(&m)), run, json) {
-		return
+	switch {
+	case snap.kind == stringMap:
+		if !stringMapIntact(*(*map[string]string)(unsafe.Pointer(&m)), run, json) {
+			return
+		}
+		kept = ""
+	case kept == "":
+		kept = string(run)
 	}
 	w := 0
 	for i, u := range set.used {
@@ -77,17 +96,18 @@ func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run string, m unsafe.
 		}
 	}
 	set.clock++
-	set.ways[w] = mapSlot{typ: typ, run: run, m: m, snap: snap}
+	set.ways[w] = mapSlot{typ: typ, run: kept, h: h, m: m, snap: snap}
 	set.used[w] = set.clock
 }
 
-// mapSnapshot is a copy of the entries of a shared map, kept to tell
-// whether the map has been written to since: by its length, then entry by
-// entry. The common maps are compared without reflection: those of string
-// keys and values (labels, annotations, node selectors) and of string keys
-// and Quantity values (ResourceLists); others through reflect.
+// mapSnapshot is what tells whether a shared map has been written to since
+// it was remembered: its length, then entry by entry. The common maps are
+// compared without reflection: those of string keys and values (labels,
+// annotations, node selectors) with the entries of the run they are
+// looked up with, which needs no copy; those of string keys and Quantity
+// values (ResourceLists) with a copy of their entries; others with a copy
+// through reflect.
 type mapSnapshot struct {
-	strs []string        // key, value, key, value... of a string map
 	qs   []quantityEntry // of a map of Quantities
 	val  reflect.Value   // a copy of any other map
 	kind mapKind         // which of the above
@@ -169,7 +189,7 @@ func (sn *mapSnapshot) bytes() int {
 // others: for a string map, the entries of run, the map entries it was
 // made from in protobuf, or with json the JSON table's key (see
 // mapTable.share).
-func (sn *mapSnapshot) intact(m unsafe.Pointer, run string, json bool) bool {
+func (sn *mapSnapshot) intact(m unsafe.Pointer, run []byte, json bool) bool {
 	switch sn.kind {
 	case stringMap:
 		return stringMapIntact(*(*map[string]string)(unsafe.Pointer(&m)), run, json)
@@ -227,16 +247,16 @@ func newMapTable() *mapTable {
 // find returns the set of the map of type typ (a descriptor) made for
 // run, nil if run is not to be shared, and the map remembered for them,
 // nil if none; a hit makes its way the most recently used.
-func (t *mapTable) find(typ unsafe.Pointer, run []byte) (*mapSet, unsafe.Pointer) {
+func (t *mapTable) find(typ unsafe.Pointer, run []byte) (*mapSet, uint64, unsafe.Pointer) {
 	if len(run) > mapMaxRun {
-		return nil, nil
+		return nil, 0, nil
 	}
 	// The type's address, mixed into the high bits a set is not chosen
 	// by, then folded down: maps of two types with equal runs fall in
 	// different sets, most often, and do not evict each other.
 	h := maphash.Bytes(t.seed, run) ^ (uint64(uintptr(typ))*0x9e3779b97f4a7c15)>>32
 	set := &t.sets[h&(mapSets-1)]
-	return set, set.get(typ, run, t.json, &t.written)
+	return set, h, set.get(typ, run, h, t.json, &t.written)
 }
 
 // share replaces the map at m, decoded from JSON, by an equal one seen
@@ -265,10 +285,10 @@ func (t *mapTable) share(m *map[string]string) {
 	}
 	clear(t.keys)
 	ptr := unsafe.Pointer(m)
-	if set, seen := t.find(stringMapDescriptor, t.buf); seen != nil {
+	if set, h, seen := t.find(stringMapDescriptor, t.buf); seen != nil {
 		*(*unsafe.Pointer)(ptr) = seen
 	} else if set != nil {
-		set.put(stringMapDescriptor, stringMapType, string(t.buf), *(*unsafe.Pointer)(ptr), t.json)
+		set.put(stringMapDescriptor, stringMapType, t.buf, "", h, *(*unsafe.Pointer)(ptr), t.json)
 	}
 }
 
@@ -429,8 +449,7 @@ func cloneBytes(b []byte) []byte {
 // value); with json, each key and value preceded by its length. A run that
 // names a key twice reads as changed: the map is then no longer shared,
 // which costs a miss, never a wrong map.
-func stringMapIntact(m map[string]string, run string, json bool) bool {
-	b := unsafe.Slice(unsafe.StringData(run), len(run))
+func stringMapIntact(m map[string]string, b []byte, json bool) bool {
 	n := 0
 	for i := 0; i < len(b); n++ {
 		var k, v []byte

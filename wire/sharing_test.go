@@ -228,13 +228,15 @@ func TestMapSetLeastRecentlyUsed(t *testing.T) {
 		e := append([]byte{1<<3 | 2, byte(len(k))}, k...)
 		return string(append([]byte{11<<3 | 2, byte(len(e))}, e...))
 	}
-	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(runOf(run)), false, &written) }
+	// The hash stands for the run's: runs of one set, told apart by it.
+	hash := func(run string) uint64 { return uint64(run[0]) }
+	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(runOf(run)), hash(run), false, &written) }
 	maps := map[string]map[string]string{}
 	for _, run := range []string{"a", "b", "c", "d", "e"} {
 		maps[run] = map[string]string{run: ""}
 	}
 	for _, run := range []string{"a", "b", "c", "d"} {
-		set.put(typ, stringMapType, runOf(run), ptr(maps[run]), false)
+		set.put(typ, stringMapType, []byte(runOf(run)), "", hash(run), ptr(maps[run]), false)
 	}
 	for _, run := range []string{"a", "b", "c", "d"} {
 		if get(run) != ptr(maps[run]) {
@@ -244,7 +246,7 @@ func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	for _, run := range []string{"a", "c", "d"} {
 		get(run) // b is now the least recently used
 	}
-	set.put(typ, stringMapType, runOf("e"), ptr(maps["e"]), false)
+	set.put(typ, stringMapType, []byte(runOf("e")), "", hash("e"), ptr(maps["e"]), false)
 	if get("b") != nil {
 		t.Error("the least recently used run was kept")
 	}
