@@ -66,10 +66,9 @@ fi
 grep "typedkube" go.mod >&2
 
 log "go install the examples' programs at $version"
-with_proxy "$proxy" env GOBIN="$work/bin" go install \
-	"$root_module/examples/controller@$version" \
-	"$root_module/examples/manager/cmd@$version" \
-	"$root_module/examples/sharded@$version"
+for pkg in examples/controller examples/manager/cmd examples/sharded; do
+	with_proxy "$proxy" env GOBIN="$work/bin" go install "$root_module/$pkg@$version"
+done
 with_proxy "$proxy" go get "$root_module/examples/prometheus@$version"
 with_proxy "$proxy" go build -o /dev/null "$root_module/examples/prometheus"
 
