@@ -160,22 +160,36 @@ func floorWatcher(ctx context.Context, cfg *rest.Config, resource, ns string, co
 		cancel()
 		return nil, err
 	}
-	done := make(chan struct{})
+	done, _ := readFrames(body, func(typ []byte) bool {
+		if counts(typ) {
+			onEvent()
+		}
+		return true
+	})
+	return func() { cancel(); <-done }, nil
+}
+
+// readFrames reads the frames of body in a goroutine of its own, and calls each with every
+// frame's event type until it returns false or the stream ends; done is closed then, and
+// *failed is the error that ended the stream, if each did not.
+func readFrames(body io.ReadCloser, each func(typ []byte) bool) (done <-chan struct{}, failed *error) {
+	ch, failed := make(chan struct{}), new(error)
 	go func() {
-		defer close(done)
+		defer close(ch)
 		defer body.Close()
 		fr := newFrameReader(body)
 		for {
 			frame, err := fr.next()
 			if err != nil {
+				*failed = err
 				return
 			}
-			if counts(eventType(frame)) {
-				onEvent()
+			if !each(eventType(frame)) {
+				return
 			}
 		}
 	}()
-	return func() { cancel(); <-done }, nil
+	return ch, failed
 }
 
 // floorPods is the floor of BenchmarkColdStart: a watch-list stream of the Pods of ns, as the
@@ -196,28 +210,15 @@ func floorPods(b fataler, cfg *rest.Config, ns string, n int) startFunc {
 			b.Fatal(err)
 		}
 		var objects int
-		var done = make(chan struct{})
-		var failed error
-		go func() {
-			defer close(done)
-			defer body.Close()
-			fr := newFrameReader(body)
-			for {
-				frame, err := fr.next()
-				if err != nil {
-					failed = err
-					return
-				}
-				switch string(eventType(frame)) {
-				case "ADDED":
-					objects++
-				case "BOOKMARK":
-					if objects >= n {
-						return // the end of the initial events
-					}
-				}
+		done, failed := readFrames(body, func(typ []byte) bool {
+			switch string(typ) {
+			case "ADDED":
+				objects++
+			case "BOOKMARK":
+				return objects < n // the end of the initial events
 			}
-		}()
+			return true
+		})
 		isDone := func() bool {
 			select {
 			case <-done:
@@ -228,8 +229,8 @@ func floorPods(b fataler, cfg *rest.Config, ns string, n int) startFunc {
 		}
 		return isDone, func() int {
 				<-done
-				if failed != nil {
-					b.Fatal(fmt.Errorf("floor: %w after %s objects", failed, strconv.Itoa(objects)))
+				if *failed != nil {
+					b.Fatal(fmt.Errorf("floor: %w after %s objects", *failed, strconv.Itoa(objects)))
 				}
 				return objects
 			}, nil, func() {
