@@ -30,6 +30,21 @@ cleanup() {
 trap cleanup EXIT
 log() { printf '== consumer-check: %s (%ds)\n' "$*" "$SECONDS" >&2; }
 
+log "the nested modules require ours at versions that exist, with no replace"
+for dir in "${release_modules[@]:1}"; do
+	if grep -q '^replace\|^[[:space:]]*github.com/typedkube/informer[^ ]* =>' "$repo_dir/$dir/go.mod"; then
+		echo "consumer-check: $dir/go.mod has a replace (Go ignores it in a dependency; local development goes through a go.work)" >&2
+		exit 1
+	fi
+	for m in "${release_modules[@]}"; do
+		v=$(required_version "$repo_dir/$dir" "$(module_path "$m")")
+		if [ "$v" = v0.0.0 ]; then
+			echo "consumer-check: $dir/go.mod requires $(module_path "$m") v0.0.0, a version that does not exist (hack/pin.sh)" >&2
+			exit 1
+		fi
+	done
+done
+
 if [ -n "$(git -C "$repo_dir" status --porcelain)" ]; then
 	log "note: uncommitted changes are not part of the check (it clones HEAD)"
 fi
