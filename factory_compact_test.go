@@ -319,7 +319,7 @@ func TestFactoryCompactListedRecordsTrimmed(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: strconv.Itoa(rv),
 				Annotations: map[string]string{"example.com/keep": "yes", "drop.example.org/big": strings.Repeat("d", 200)},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "writer-" + name, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
-					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(strings.ReplaceAll(fields, "0000000000", name+"-x"))}}}},
+					FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(strings.ReplaceAll(fields, "0000000000", name+"-x"))}}},
 			Data: map[string]string{"k": name},
 		}
 	}

@@ -31,7 +31,7 @@ var errNoLabelIndex = fmt.Errorf("%w: no label index", ErrNoSuchIndex)
 // only if the selector has no requirement of the first kind.
 //
 // Each distinct label key and value is stored once, so the index costs about
-// 19 bytes per object per label (README, "Label-indexed selector queries");
+// 19 bytes per object per label (docs/label-index.md);
 // a label whose value is unique to its object, such as a Pod's name, also
 // costs its own value entry.
 //

@@ -68,7 +68,7 @@ type SharedIndexInformerOptions[T Object] struct {
 	// from the objects that have the labels they require instead of testing
 	// every object. Default false: the index is kept, at about 19 bytes
 	// per object per label and 1.1x to 1.7x the time of each write to the
-	// cache (README, "Label-indexed selector queries"). A factory's
+	// cache (docs/label-index.md). A factory's
 	// informers leave it out with InformerOptions.NoLabelIndex.
 	NoLabelIndex bool
 	// DefaultResyncPeriod is the resync period of handlers added without
@@ -99,12 +99,12 @@ type SharedIndexInformerOptions[T Object] struct {
 	// the runs of bytes objects have in common (labels, container specs,
 	// managedFields) kept once (see wire.Record), and a cache of the last
 	// wire.DecodedCacheSize objects decoded in front. The cache holds a
-	// Pod in about a quarter of the heap client-go's does (README,
-	// "Compact store"). Keys, indexes, the label index, listers, handlers,
-	// tombstones and read-your-writes work as without it; index functions
-	// run once, when an object is written, on the object (the namespace
-	// and label indexes read the object's key and bytes instead, when it
-	// arrives encoded). Every read that returns an object the cache does
+	// Pod in about a quarter of the heap client-go's does
+	// (docs/compact-store.md). Keys, indexes, the label index, listers,
+	// handlers, tombstones and read-your-writes work as without it; index
+	// functions run once, when an object is written, on the object (the
+	// namespace and label indexes read the object's key and bytes instead,
+	// when it arrives encoded). Every read that returns an object the cache does
 	// not hold decodes it, a few microseconds for a Pod: do not use it for
 	// a controller that lists every object on each reconcile. Objects
 	// handed out are shared, as always: never modify them. T must be a

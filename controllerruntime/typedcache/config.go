@@ -284,7 +284,7 @@ func stripsManagedFields(f toolscache.TransformFunc) bool {
 	}
 	probe := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "probe", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}}}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1("{}")}}},
 		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
 	}
 	want := probe.DeepCopy()

@@ -7,7 +7,7 @@
 // informers: typed objects decoded straight from the wire, label selectors
 // answered by the label index, sync failures reported as soon as the server
 // answers. New takes controller-runtime's cache.Options and behaves as its
-// cache.New does (the README's "controller-runtime: one line" lists what
+// cache.New does (docs/controller-runtime.md lists what
 // differs); NewWith adds the library's own options.
 //
 // Every kind is cached by an informer of the library's Factory: built-in

@@ -279,7 +279,7 @@ func TestTransformStripManagedFieldsWhileDecoding(t *testing.T) {
 			srv := newServer(t, scheme)
 			for _, name := range []string{"p1", "p2"} {
 				p := pod("a", name, "n1", map[string]string{"app": "web"})
-				p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+				p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 				create(t, srv, p)
 			}
 			c := newTestCache(t, srv, scheme, tc.opts, Options{})

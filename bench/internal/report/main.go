@@ -300,7 +300,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.md, "md", "../BENCHMARKS.md", "Markdown report `file` (\"\": none)")
 	fs.StringVar(&o.svg, "svg", "../docs/benchmarks.svg", "SVG chart `file` (\"\": none)")
 	fs.StringVar(&o.png, "png", "", "PNG chart `file` (\"\": none)")
-	fs.StringVar(&o.readme, "readme", "../README.md", "README `file` whose "+ReadmeStart+" ... "+ReadmeEnd+" section is regenerated (\"\": none; skipped with a note when the markers are missing)")
+	fs.StringVar(&o.readme, "readme", "../docs/benchmarks.md", "Markdown `file` whose "+ReadmeStart+" ... "+ReadmeEnd+" section is regenerated (\"\": none; skipped with a note when the markers are missing)")
 	fs.StringVar(&o.goCmd, "go", "go", "go `command`")
 	fs.BoolVar(&o.verbose, "v", false, "copy the benchmark output to stderr")
 	if err := fs.Parse(args[1:]); err != nil {

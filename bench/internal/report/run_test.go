@@ -278,7 +278,7 @@ func TestParseFlagsQuick(t *testing.T) {
 		t.Errorf("quick options = %+v", o)
 	}
 	o, _ = parseFlags([]string{"benchreport"}, &bytes.Buffer{})
-	if o.count != defaultCount || o.benchtime != defaultBenchtime || o.budget != defaultBudget || o.readme != "../README.md" ||
+	if o.count != defaultCount || o.benchtime != defaultBenchtime || o.budget != defaultBudget || o.readme != "../docs/benchmarks.md" ||
 		o.md != "../BENCHMARKS.md" || o.svg != "../docs/benchmarks.svg" || o.dir != ".." || o.e2e {
 		t.Errorf("default options = %+v", o)
 	}
