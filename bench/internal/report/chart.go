@@ -218,8 +218,12 @@ func (ch *chart) draw(c draw.Canvas) {
 		}
 		x, mid := center-rowW/2, y-rh/2
 		for _, e := range row {
-			clr := chartSeriesList[e.series].color
-			c.FillPolygon(clr, rect(x, mid-swatchH/2, x+swatchW, mid+swatchH/2))
+			if e.floor {
+				c.StrokeLine2(floorStyle, x+swatchW/2, mid-swatchH/2-1, x+swatchW/2, mid+swatchH/2+1)
+			} else {
+				clr := chartSeriesList[e.series].color
+				c.FillPolygon(clr, rect(x, mid-swatchH/2, x+swatchW, mid+swatchH/2))
+			}
 			c.FillText(st, vg.Point{X: x + swatchW + swatchGap, Y: mid}, e.text)
 			x += legendEntryWidth(e) + entryGap
 		}

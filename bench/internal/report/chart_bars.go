@@ -48,6 +48,9 @@ func (b *chartBars) height() vg.Length {
 	return h
 }
 
+// floorStyle draws the transport floor's mark.
+var floorStyle = draw.LineStyle{Color: color.Gray{Y: 0x10}, Width: vg.Points(2.5)}
+
 // valueGap is between a bar's end and its label; minBar is the shortest bar
 // drawn.
 const (
@@ -73,8 +76,10 @@ func (b *chartBars) finiteRange() (lo, hi float64) {
 	lo, hi = math.Log10(0.5), math.Log10(2)
 	for _, w := range b.data.workloads {
 		for _, bar := range w.bars {
-			if bar.ratio > 0 && !math.IsInf(bar.ratio, 0) {
-				lo, hi = math.Min(lo, math.Log10(bar.ratio)), math.Max(hi, math.Log10(bar.ratio))
+			for _, r := range []float64{bar.ratio, bar.floor} {
+				if r > 0 && !math.IsInf(r, 0) {
+					lo, hi = math.Min(lo, math.Log10(r)), math.Max(hi, math.Log10(r))
+				}
 			}
 		}
 	}
@@ -91,6 +96,10 @@ func (b *chartBars) xRange(dataW vg.Length) (xMin, xMax float64) {
 		for _, bar := range w.bars {
 			v := b.pos(bar.ratio)
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			if bar.floor > 0 {
+				f := b.pos(bar.floor)
+				lo, hi = math.Min(lo, f), math.Max(hi, f)
+			}
 			lw := wide(st, bar.label()) + valueGap
 			if v < 0 {
 				left = max(left, lw)
@@ -143,6 +152,19 @@ func (b *chartBars) Plot(c draw.Canvas, p *plot.Plot) {
 			lx := x1 + valueGap
 			if x1 < x0 {
 				lx = x1 - valueGap - wide(valueSt, lbl)
+			}
+			if bar.floor > 0 {
+				// The floor: a dark mark across the bar, where the bar
+				// would end if the informer cost only the transport. The
+				// label starts beyond the bar or the mark, whichever is
+				// further out.
+				xf := x(b.pos(bar.floor))
+				c.StrokeLine2(floorStyle, xf, mid-h-1, xf, mid+h+1)
+				if x1 < x0 && xf < x1 {
+					lx = xf - valueGap - wide(valueSt, lbl)
+				} else if x1 >= x0 && xf > x1 {
+					lx = xf + valueGap
+				}
 			}
 			c.FillText(valueSt, vg.Point{X: lx, Y: mid}, lbl)
 		}

@@ -37,6 +37,10 @@ type chartBar struct {
 	unit   string
 	ratio  float64 // typed / upstream, not NaN
 	sig    bool    // significant difference
+	// floor is the transport floor (impl=floor) over upstream, on the
+	// bar's axis the least any informer could reach; 0 when the workload
+	// has no floor or the bar is not of the client's CPU.
+	floor float64
 }
 
 // chartWorkload is one row of the chart.
@@ -45,11 +49,16 @@ type chartWorkload struct {
 	bars []chartBar // in slot order
 }
 
-// chartLegend is one legend entry: a series and the units drawn for it.
+// chartLegend is one legend entry: a series and the units drawn for it,
+// or, with floor set, the mark of the transport floor.
 type chartLegend struct {
 	series int
 	text   string
+	floor  bool
 }
+
+// floorLegend is the legend's text for the floor's mark.
+const floorLegend = "transport floor (impl=floor / upstream): no informer on the same transport goes below it"
 
 // chartData is what the chart draws.
 type chartData struct {
@@ -63,6 +72,7 @@ type chartData struct {
 func selectChartData(r *Report) chartData {
 	var d chartData
 	drawn := make([][]string, len(chartSeriesList)) // units drawn per series
+	floors := false
 	for i := 0; i < len(r.Rows); {
 		j := i + 1
 		for j < len(r.Rows) && !r.Rows[j].First {
@@ -77,6 +87,7 @@ func selectChartData(r *Report) chartData {
 			}
 			if b, ok := pickBar(rows, s.units); ok {
 				b.series = k
+				floors = floors || b.floor > 0
 				w.bars = append(w.bars, b)
 				slotDone[s.slot] = true
 				if !slices.Contains(drawn[k], b.unit) {
@@ -106,6 +117,9 @@ func selectChartData(r *Report) chartData {
 		d.mixed = d.mixed || len(drawn[k]) > 1
 		d.legend = append(d.legend, chartLegend{series: k, text: text})
 	}
+	if floors {
+		d.legend = append(d.legend, chartLegend{text: floorLegend, floor: true})
+	}
 	return d
 }
 
@@ -115,7 +129,14 @@ func pickBar(rows []Row, units []string) (chartBar, bool) {
 		for _, rw := range rows {
 			if rw.Unit == u && rw.Cmp != nil && !math.IsNaN(rw.Ratio) {
 				v := rw.Verdict()
-				return chartBar{unit: u, ratio: rw.Ratio, sig: v == "better" || v == "worse"}, true
+				b := chartBar{unit: u, ratio: rw.Ratio, sig: v == "better" || v == "worse"}
+				// The floor is drawn for the client's CPU, what it bounds:
+				// the floor's allocations are next to none, and their mark
+				// would only stretch the axis.
+				if strings.HasPrefix(u, "cpu-ns/") && rw.Floor != nil && rw.UpstreamFloor > 0 && !math.IsInf(rw.UpstreamFloor, 0) {
+					b.floor = 1 / rw.UpstreamFloor
+				}
+				return b, true
 			}
 		}
 	}
@@ -144,11 +165,15 @@ func (d chartData) String() string {
 }
 
 // label is the value written beside the bar: the ratio, with "~" when the
-// difference is not significant.
+// difference is not significant, and the floor's ratio where there is one
+// ("0.81× | floor 0.62×").
 func (b chartBar) label() string {
 	s := formatRatio(b.ratio)
 	if !b.sig {
 		s += " ~"
+	}
+	if b.floor > 0 {
+		s += " | floor " + formatRatio(b.floor)
 	}
 	return s
 }

@@ -146,6 +146,7 @@ func TestWriteSVGLayout(t *testing.T) {
 		{"e2e", func(t *testing.T) *Report { return buildAll(t, readTestdata(t, "e2e.txt"), ".") }},
 		{"in-process", func(t *testing.T) *Report { return buildAll(t, readTestdata(t, "paired.txt"), ".") }},
 		{"extremes", func(t *testing.T) *Report { return buildAll(t, extremeData(t), ".") }},
+		{"floor", func(t *testing.T) *Report { return buildAll(t, floorData(t), ".") }},
 		{"empty", func(t *testing.T) *Report { return &Report{} }},
 	}
 	for _, tt := range tests {
@@ -374,5 +375,58 @@ func TestRatioTicks(t *testing.T) {
 	// Wide ranges keep decades only.
 	if got := labels(-3.2, 1.2); got != "0.001× 0.01× 0.1× 1× 10×" {
 		t.Errorf("ticks(-3.2, 1.2) = %s", got)
+	}
+}
+
+// floorData has a workload with a transport floor (impl=floor) beside the
+// pair, for five rounds, one whose typed side is above upstream, and one
+// without a floor.
+func floorData(t *testing.T) *Data {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("pkg: example.com/e2e\n")
+	for i := range 5 {
+		j := float64(i) * 100
+		fmt.Fprintf(&b, "BenchmarkWatchCost/impl=upstream-2 1 4000000000 ns/op %g cpu-ns/event %g allocs/event\n", 80000+j, 33+j/100)
+		fmt.Fprintf(&b, "BenchmarkWatchCost/impl=typed-2 1 4000000000 ns/op %g cpu-ns/event %g allocs/event\n", 64000+j, 10+j/100)
+		fmt.Fprintf(&b, "BenchmarkWatchCost/impl=floor-2 1 4000000000 ns/op %g cpu-ns/event %g allocs/event\n", 48000+j, 1+j/100)
+		fmt.Fprintf(&b, "BenchmarkWatchCostPods/writes=status/impl=upstream-2 1 4000000000 ns/op %g cpu-ns/event\n", 300000+j)
+		fmt.Fprintf(&b, "BenchmarkWatchCostPods/writes=status/impl=typed-2 1 4000000000 ns/op %g cpu-ns/event\n", 330000+j)
+		fmt.Fprintf(&b, "BenchmarkWatchCostPods/writes=status/impl=floor-2 1 4000000000 ns/op %g cpu-ns/event\n", 120000+j)
+		fmt.Fprintf(&b, "BenchmarkColdStart/impl=upstream-2 1 1 ns/op %g cpu-ns/object\n", 30+j/100)
+		fmt.Fprintf(&b, "BenchmarkColdStart/impl=typed-2 1 1 ns/op %g cpu-ns/object\n", 20+j/100)
+	}
+	path := filepath.Join(t.TempDir(), "floor.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ReadFiles([]string{path})
+}
+
+// A workload with a transport floor gets the floor's ratio to upstream on
+// its CPU bar (a mark, and its value in the label; not on its allocations)
+// and the chart a legend entry for the mark; a workload without one gets
+// neither, and a chart of none has no such entry.
+func TestChartFloor(t *testing.T) {
+	d := selectChartData(buildAll(t, floorData(t), "."))
+	got := d.String()
+	for _, want := range []string{
+		"legend: " + floorLegend + "\n",
+		"WatchCost: cpu-ns/event 0.800× | floor 0.601×, allocs/event 0.343×\n",
+		"WatchCostPods/writes=status: cpu-ns/event 1.10× | floor 0.400×\n",
+		"ColdStart: cpu-ns/object 0.688×\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("chart data has no %q:\n%s", want, got)
+		}
+	}
+	texts := svgText(t, renderSVG(t, buildAll(t, floorData(t), ".")))
+	for _, want := range []string{floorLegend, "0.800× | floor 0.601×", "1.10× | floor 0.400×"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("SVG has no text %q; it has:\n%s", want, strings.Join(texts, "\n"))
+		}
+	}
+	if s := selectChartData(buildAll(t, readTestdata(t, "e2e.txt"), ".")).String(); strings.Contains(s, "floor") {
+		t.Errorf("a report without impl=floor has a floor in its chart:\n%s", s)
 	}
 }
