@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/typedkube/informer/internal/testobj"
 	"github.com/typedkube/informer/wire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -372,5 +375,79 @@ func TestFactoryCompactListedRecordsTrimmed(t *testing.T) {
 		if listed > whole/2 {
 			t.Errorf("records of listed objects hold %d B without managedFields, %d B with", listed, whole)
 		}
+	}
+}
+
+// A compact informer makes the records of objects that come by watch events
+// of the events' bytes (wire.Compact.Offer) rather than by encoding the
+// decoded objects again: with DropManagedFields and an annotations filter,
+// each record is the encoding of the object read from it, which is the
+// server's less what the options leave out. With a transform, which may
+// change the objects, they are encoded.
+func TestFactoryCompactWatchedRecordsOfEventBytes(t *testing.T) {
+	const n = 40
+	keep := func(k string) bool { return k != "drop.example.org/big" }
+	for _, transform := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transform=%v", transform), func(t *testing.T) {
+			srv := newFakeAPI(t, podsResource)
+			src := testobj.RealisticPods("ns", n, 2)
+			for _, p := range src {
+				p.Annotations["drop.example.org/big"] = strings.Repeat("d", 300)
+				create(t, srv, p)
+			}
+			f := newTestFactory(t, srv, FactoryOptions{Wire: wire.Options{DropManagedFields: true, Annotations: keep}})
+			pods, err := For[*corev1.Pod](f, ForOptions[*corev1.Pod]{Compact: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if transform {
+				if err := pods.SetTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			syncFactory(t, t.Context(), f)
+			for _, p := range src {
+				p.Labels["rev"] = "2"
+				if err := srv.Update(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitUntil(t, "every update applied", func() bool {
+				for _, p := range pods.GetIndexer().List() {
+					if p.Labels["rev"] != "2" {
+						return false
+					}
+				}
+				return len(pods.GetIndexer().List()) == n
+			})
+			codec := pods.GetIndexer().compact.codec.(*wire.Compact[*corev1.Pod])
+			want := int64(n)
+			if transform {
+				want = 0
+			}
+			if got := codec.OfferedRecords(); got != want {
+				t.Errorf("%d records made of event bytes, want %d", got, want)
+			}
+			for _, p := range src {
+				key := p.Namespace + "/" + p.Name
+				got, ok := pods.GetIndexer().GetByKey(key)
+				if !ok {
+					t.Fatalf("%s is not in the store", key)
+				}
+				w := p.DeepCopy()
+				w.ManagedFields, w.ResourceVersion = nil, got.ResourceVersion // the server's
+				delete(w.Annotations, "drop.example.org/big")
+				if diff := cmp.Diff(w, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("%s read otherwise than the server's (-want +got):\n%s", key, diff)
+				}
+				enc, err := got.Marshal()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec := pods.GetIndexer().recordOf(key).AppendTo(nil); !bytes.Equal(rec, enc) {
+					t.Fatalf("%s: its record is not the encoding of the object read from it", key)
+				}
+			}
+		})
 	}
 }

@@ -142,6 +142,11 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 		dec, reuse := d.settle()
 		if reuse {
 			opts.Reuse = d.cached
+			if compact != nil {
+				// The objects are the store's as decoded: their records
+				// are made of the watch's bytes.
+				opts.Decoded = compact.Offer
+			}
 		}
 		return wire.NewSource(client, mapping.Resource.Resource, sc.namespace, dec, opts)
 	}), d: d, compact: compact}, nil

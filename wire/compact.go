@@ -54,6 +54,13 @@ type Compact[PP any] struct {
 	// which a record's kind indexes: written under mu, copied on write.
 	kinds atomic.Pointer[[]metav1.TypeMeta]
 
+	// offers are the records of the bytes watch events were decoded from
+	// (Offer), oldest first, for Encode to take; at most maxOffers.
+	offerMu sync.Mutex
+	offered offers
+	// fromOffers counts the records Encode took from offers.
+	fromOffers atomic.Int64
+
 	cache decodedCache
 	bufs  sync.Pool // of *[]byte: buffers to put a record's encoding back together in
 	// aliasBufs is of *aliases: buffers to put a protobuf record's
@@ -92,6 +99,14 @@ func NewCompact[PP any](dec *Decoder[PP], cached int) *Compact[PP] {
 // obj as its decoded object, so that reading the record soon after gets
 // obj itself.
 func (c *Compact[PP]) Encode(obj PP) (*Record, error) {
+	if r := c.takeOffer(obj); r != nil {
+		var err error
+		if r.kind, err = c.kindOf(obj); err != nil {
+			return nil, err
+		}
+		c.keep(r, obj)
+		return r, nil
+	}
 	bp := c.buf()
 	defer c.bufs.Put(bp)
 	var b []byte
@@ -183,6 +198,12 @@ func (c *Compact[PP]) Protobuf(b []byte) (*Record, error) {
 	if err := c.dec.Validate(b); err != nil {
 		return nil, err
 	}
+	return c.valid(b)
+}
+
+// valid returns the record of b, a valid bare protobuf message of a T,
+// trimmed as Protobuf trims it.
+func (c *Compact[PP]) valid(b []byte) (*Record, error) {
 	if c.trim != nil {
 		bp := c.buf()
 		defer c.bufs.Put(bp)

@@ -36,6 +36,13 @@ type SourceOptions[PP any] struct {
 	Accept string
 	// Tweak changes the options of every request.
 	Tweak func(*metav1.ListOptions)
+	// Decoded, when set, is given each object the Source decoded from an
+	// ADDED or MODIFIED event of a protobuf watch (not one Reuse
+	// returned), with the bytes it was decoded from, the object's bare
+	// message; b is valid only during the call. A compact store's codec
+	// takes them (Compact.Offer), to make the object's record of the bytes
+	// instead of encoding the object again.
+	Decoded func(obj PP, b []byte)
 }
 
 // Source lists and watches one resource through a REST client, decoding
@@ -97,7 +104,7 @@ func (s *Source[PP]) List(ctx context.Context, opts metav1.ListOptions) ([]PP, m
 	if head, err := r.Peek(len(protobufMagic)); err == nil && IsProtobuf(head) {
 		var items []PP
 		lm, err := ListItemsFrom(r, func(item []byte) error {
-			p, err := s.object(item, true)
+			p, _, err := s.object(item, true)
 			if err != nil {
 				return fmt.Errorf("list item %d: %w", len(items), err)
 			}
@@ -137,19 +144,19 @@ func (s *Source[PP]) listJSON(r io.Reader) ([]PP, metav1.ListMeta, error) {
 }
 
 // object decodes the bare protobuf message of one object, or reuses the
-// cached one.
-func (s *Source[PP]) object(b []byte, reuse bool) (PP, error) {
+// cached one (reused is then true).
+func (s *Source[PP]) object(b []byte, reuse bool) (p PP, reused bool, err error) {
 	if reuse && s.opts.Reuse != nil {
 		ref, err := PeekProtobufMeta(b)
 		if err != nil {
-			var zero PP
-			return zero, err
+			return p, false, err
 		}
 		if p, ok := s.opts.Reuse(ref); ok {
-			return p, nil
+			return p, true, nil
 		}
 	}
-	return s.dec.Protobuf(b)
+	p, err = s.dec.Protobuf(b)
+	return p, false, err
 }
 
 // Watch starts a watch. The events carry *P, which must be a
@@ -223,9 +230,12 @@ func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
 	if err := knownEventType(et); err != nil {
 		return "", nil, err
 	}
-	p, err := d.s.object(raw, et == watch.Added)
+	p, reused, err := d.s.object(raw, et == watch.Added)
 	if err != nil {
 		return "", nil, fmt.Errorf("watch event %s: %w", typ, err)
+	}
+	if d.s.opts.Decoded != nil && !reused && et != watch.Deleted && et != watch.Bookmark {
+		d.s.opts.Decoded(p, raw)
 	}
 	return et, any(p).(runtime.Object), nil
 }
