@@ -247,21 +247,6 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 	return s, nil
 }
 
-// eventKey is MetaNamespaceKeyFunc that gives back the key the cache holds
-// for the object, rather than allocating it again, for the key of every
-// update and deletion of a namespaced object.
-func (s *SharedIndexInformer[T]) eventKey(obj T) (string, error) {
-	if !isNil(obj) {
-		if ns, name := obj.GetNamespace(), obj.GetName(); ns != "" && name != "" {
-			var buf [128]byte
-			if key, ok := s.indexer.storedKey(appendMetaNamespaceKey(buf[:0], ns, name)); ok {
-				return key, nil
-			}
-		}
-	}
-	return MetaNamespaceKeyFunc(obj)
-}
-
 func logHandlerPanic(ctx context.Context, handler string, recovered any) {
 	klog.FromContext(ctx).Error(fmt.Errorf("panic: %v", recovered), "Event handler panicked",
 		"handler", handler, "stack", string(debug.Stack()))
@@ -514,7 +499,8 @@ func (s *SharedIndexInformer[T]) run(ctx context.Context) error {
 		process, closeQueue = func(ctx context.Context) { s.processDeltaFIFO(ctx, q) }, q.Close
 		s.queueLen = q.Len
 	default:
-		q := newEventQueue(s.eventKey, s.transform)
+		q := newEventQueue(MetaNamespaceKeyFunc[T], s.transform)
+		q.internKeys()
 		store, process, closeQueue = q, func(ctx context.Context) { s.processEvents(ctx, q) }, q.Close
 		s.queueLen = q.Len
 		s.queueApplied = q.waitApplied

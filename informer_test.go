@@ -10,7 +10,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -696,38 +695,5 @@ func TestListenerSyncedImpliesNothingPending(t *testing.T) {
 				t.Fatalf("after the batch: synced %v, pending %d", reg.HasSynced(), reg.Pending())
 			}
 		})
-	}
-}
-
-// The event queue's key of a cached namespaced object is the key the cache
-// holds, with no allocation; an object the cache does not hold gets a new
-// one, and a cluster-scoped object its name.
-func TestInformerEventKeyReusesStoredKey(t *testing.T) {
-	src := newFakeSource()
-	inf := newPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{})
-	cached := testobj.Pod("ns", "a", "1")
-	if err := inf.GetIndexer().Add(cached); err != nil {
-		t.Fatal(err)
-	}
-	update := testobj.Pod("ns", "a", "2")
-	key, err := inf.eventKey(update)
-	if err != nil || key != "ns/a" {
-		t.Fatalf("eventKey = %q, %v", key, err)
-	}
-	stored := inf.GetIndexer().ListKeys()[0]
-	if unsafe.StringData(key) != unsafe.StringData(stored) {
-		t.Error("the key of a cached object is a new string, not the cache's")
-	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = inf.eventKey(update) }); n != 0 {
-		t.Errorf("eventKey of a cached object allocates %v times", n)
-	}
-	for _, p := range []*corev1.Pod{testobj.Pod("ns", "new", "1"), testobj.Pod("", "node-local", "1")} {
-		want, _ := MetaNamespaceKeyFunc(p)
-		if got, err := inf.eventKey(p); err != nil || got != want {
-			t.Errorf("eventKey(%s) = %q, %v", want, got, err)
-		}
-	}
-	if _, err := inf.eventKey(nil); !errors.Is(err, ErrNilObject) {
-		t.Errorf("eventKey(nil): %v", err)
 	}
 }

@@ -212,17 +212,6 @@ func (s *Store[T]) GetByKey(key string) (item T, exists bool) { return getByKey(
 // finds its object allocates no string for it.
 func (s *Store[T]) getKeyBytes(key []byte) (item T, exists bool) { return getByKey(s, key) }
 
-// storedKey returns the key the Store holds that equals key, and whether
-// it holds one.
-func (s *Store[T]) storedKey(key []byte) (string, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if sl, ok := s.items[string(key)]; ok {
-		return sl.key, true
-	}
-	return "", false
-}
-
 // getByKey is GetByKey of key, a string or the bytes of one.
 func getByKey[T any, K string | []byte](s *Store[T], key K) (item T, exists bool) {
 	s.mu.RLock()
