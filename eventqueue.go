@@ -87,51 +87,6 @@ type eventQueue[T any] struct {
 	// waitApplied).
 	queued, applied uint64
 	appliedWake     chan struct{}
-
-	// keys, when not nil, interns the keys of namespaced objects (see
-	// internKeys): one string per key, so that the events of an object
-	// already seen, and their keys in the cache, share it and allocate
-	// none. A deletion forgets its key, a relist starts over with the
-	// keys of its list.
-	keys map[string]string
-}
-
-// internKeys makes q intern the keys of namespaced objects, which its
-// keyFunc must spell as MetaNamespaceKeyFunc does. It must be called
-// before the producers start; it does nothing for a queue with a
-// transform.
-func (q *eventQueue[T]) internKeys() {
-	if q.transform == nil {
-		q.keys = make(map[string]string)
-	}
-}
-
-// metaKey spells the key of obj, a namespaced object, in buf; nil if obj
-// is nil, has no GetNamespace and GetName, or has no namespace or name.
-func metaKey[T any](buf []byte, obj T) []byte {
-	m, ok := any(obj).(interface {
-		GetNamespace() string
-		GetName() string
-	})
-	if !ok || isNil(obj) {
-		return nil
-	}
-	ns, name := m.GetNamespace(), m.GetName()
-	if ns == "" || name == "" {
-		return nil
-	}
-	return appendMetaNamespaceKey(buf, ns, name)
-}
-
-// internLocked returns the interned key spelled kb, adding it if new. The
-// caller holds mu.
-func (q *eventQueue[T]) internLocked(kb []byte) string {
-	if key, ok := q.keys[string(kb)]; ok {
-		return key
-	}
-	key := string(kb)
-	q.keys[key] = key
-	return key
 }
 
 // noteBurst records whether the producer has more events waiting; see
@@ -163,28 +118,14 @@ func (q *eventQueue[T]) Delete(obj T) error { return q.change(evDelete, obj, fal
 func (q *eventQueue[T]) addReplayed(obj T) error { return q.change(evAdd, obj, true) }
 
 func (q *eventQueue[T]) change(kind eventKind, obj T, replayed bool) error {
-	var buf [128]byte
-	var kb []byte // the key, spelled, for q.keys to intern
-	if q.keys != nil {
-		kb = metaKey(buf[:0], obj)
+	key, err := keyOf(q.keyFunc, obj)
+	if err != nil {
+		return err
 	}
-	var key string
-	if kb == nil {
-		var err error
-		if key, err = keyOf(q.keyFunc, obj); err != nil {
-			return err
-		}
-		if obj, err = transformed(q.transform, key, obj); err != nil {
-			return err
-		}
+	if obj, err = transformed(q.transform, key, obj); err != nil {
+		return err
 	}
 	q.mu.Lock()
-	if kb != nil {
-		key = q.internLocked(kb)
-		if kind == evDelete {
-			delete(q.keys, key)
-		}
-	}
 	q.touchLocked()
 	if q.direct != nil && q.idle && q.synced && !q.burst.Load() && !q.inline && !q.closed && q.events.Len() == 0 {
 		q.inline = true
@@ -228,12 +169,6 @@ func (q *eventQueue[T]) Replace(list []T, resourceVersion string) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.keys != nil {
-		q.keys = make(map[string]string, len(keys))
-		for _, k := range keys {
-			q.keys[k] = k
-		}
-	}
 	q.pushLocked(event[T]{kind: evReplace, more: &eventMore[T]{list: list, keys: keys, rv: resourceVersion}})
 	q.replacedLocked(q.events.Len())
 	return nil
@@ -252,13 +187,6 @@ func (q *eventQueue[T]) replaceEncoded(list *encodedList[T], resourceVersion str
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.keys != nil {
-		q.keys = make(map[string]string, len(list.items))
-		for i := range list.items {
-			k := list.items[i].key
-			q.keys[k] = k
-		}
-	}
 	q.pushLocked(event[T]{kind: evReplace, more: &eventMore[T]{enc: list, rv: resourceVersion}})
 	q.replacedLocked(q.events.Len())
 	return nil

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -245,75 +244,5 @@ func TestEventQueueWaitApplied(t *testing.T) {
 	q.Close()
 	if err := <-waited; !errors.Is(err, ErrClosed) {
 		t.Fatalf("closed: got %v, want ErrClosed", err)
-	}
-}
-
-// A queue that interns keys gives the events of an object it has seen (in
-// a relist, or an earlier event) the key string it gave before, with no
-// allocation; a deletion forgets the key, a relist starts over with its
-// list's keys, and objects without a namespace get their keyFunc's key.
-func TestEventQueueInternsKeys(t *testing.T) {
-	q := newEventQueue(MetaNamespaceKeyFunc[*corev1.Pod], nil)
-	q.internKeys()
-	var batch []event[*corev1.Pod]
-	next := func() event[*corev1.Pod] {
-		t.Helper()
-		var ok bool
-		batch, _, ok = q.pop(batch[:0], 1)
-		if !ok || len(batch) != 1 {
-			t.Fatalf("pop: %d events, %v", len(batch), ok)
-		}
-		q.processed(1)
-		return batch[0]
-	}
-	a := testobj.Pod("ns", "a", "1")
-	if err := q.Replace([]*corev1.Pod{a}, "1"); err != nil {
-		t.Fatal(err)
-	}
-	listed := next().more.keys[0]
-	if err := q.Update(testobj.Pod("ns", "a", "2")); err != nil {
-		t.Fatal(err)
-	}
-	if e := next(); e.key != "ns/a" || unsafe.StringData(e.key) != unsafe.StringData(listed) {
-		t.Errorf("the update's key %q is a new string, not the listed one", e.key)
-	}
-	upd := testobj.Pod("ns", "a", "3")
-	if n := testing.AllocsPerRun(100, func() {
-		if err := q.Update(upd); err != nil {
-			t.Fatal(err)
-		}
-		next()
-	}); n != 0 {
-		t.Errorf("an update of a known object allocates %v times", n)
-	}
-	b := testobj.Pod("ns", "b", "1")
-	if err := q.Add(b); err != nil {
-		t.Fatal(err)
-	}
-	added := next().key
-	if err := q.Delete(b); err != nil {
-		t.Fatal(err)
-	}
-	if e := next(); unsafe.StringData(e.key) != unsafe.StringData(added) {
-		t.Error("the deletion's key is not the add's")
-	}
-	if _, ok := q.keys["ns/b"]; ok {
-		t.Error("the deleted object's key is still interned")
-	}
-	if err := q.Replace(nil, "9"); err != nil {
-		t.Fatal(err)
-	}
-	next()
-	if len(q.keys) != 0 {
-		t.Errorf("after a relist of nothing, %d keys interned", len(q.keys))
-	}
-	if err := q.Add(testobj.Pod("", "node-local", "1")); err != nil {
-		t.Fatal(err)
-	}
-	if e := next(); e.key != "node-local" || len(q.keys) != 0 {
-		t.Errorf("a cluster-scoped object's key %q (%d interned)", e.key, len(q.keys))
-	}
-	if err := q.Add(nil); !errors.Is(err, ErrNilObject) {
-		t.Errorf("Add(nil): %v", err)
 	}
 }

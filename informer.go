@@ -500,7 +500,6 @@ func (s *SharedIndexInformer[T]) run(ctx context.Context) error {
 		s.queueLen = q.Len
 	default:
 		q := newEventQueue(MetaNamespaceKeyFunc[T], s.transform)
-		q.internKeys()
 		store, process, closeQueue = q, func(ctx context.Context) { s.processEvents(ctx, q) }, q.Close
 		s.queueLen = q.Len
 		s.queueApplied = q.waitApplied
