@@ -54,11 +54,12 @@ type Compact[PP any] struct {
 	// which a record's kind indexes: written under mu, copied on write.
 	kinds atomic.Pointer[[]metav1.TypeMeta]
 
-	// offers are the records of the bytes watch events were decoded from
-	// (Offer), oldest first, for Encode to take; at most maxOffers.
+	// offered holds copies of the bytes watch events were decoded from
+	// (Offer), by object, for Encode to make their records of; bounded by
+	// maxOffers and maxOfferBytes.
 	offerMu sync.Mutex
 	offered offers
-	// fromOffers counts the records Encode took from offers.
+	// fromOffers counts the records Encode made of offered bytes.
 	fromOffers atomic.Int64
 
 	cache decodedCache
@@ -99,14 +100,25 @@ func NewCompact[PP any](dec *Decoder[PP], cached int) *Compact[PP] {
 // obj as its decoded object, so that reading the record soon after gets
 // obj itself.
 func (c *Compact[PP]) Encode(obj PP) (*Record, error) {
-	if r := c.takeOffer(obj); r != nil {
+	r := c.takeOffer(obj) // only a protobuf Compact has offers
+	if r == nil {
+		var err error
+		if r, err = c.encode(obj); err != nil {
+			return nil, err
+		}
+	}
+	if c.marshal {
 		var err error
 		if r.kind, err = c.kindOf(obj); err != nil {
 			return nil, err
 		}
-		c.keep(r, obj)
-		return r, nil
 	}
+	c.keep(r, obj)
+	return r, nil
+}
+
+// encode returns the record of obj's encoding, protobuf or JSON.
+func (c *Compact[PP]) encode(obj PP) (*Record, error) {
 	bp := c.buf()
 	defer c.bufs.Put(bp)
 	var b []byte
@@ -126,14 +138,7 @@ func (c *Compact[PP]) Encode(obj PP) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode %s: %w", c.dec.tname, err)
 	}
-	r := c.record(b, !c.marshal)
-	if c.marshal {
-		if r.kind, err = c.kindOf(obj); err != nil {
-			return nil, err
-		}
-	}
-	c.keep(r, obj)
-	return r, nil
+	return c.record(b, !c.marshal), nil
 }
 
 // maxKinds is how many TypeMetas a Compact keeps for its records: an
