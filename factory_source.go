@@ -32,6 +32,10 @@ type how[T Object] struct {
 	// projection: T is a projection (ForProjection), which only package
 	// wire makes, and which a compact store does not keep.
 	projection bool
+	// listAccept and watchAccept, when set, are the Accept headers of
+	// package wire's lists and watches, in place of the API type's own:
+	// ForMetadata asks for the server's metadata views.
+	listAccept, watchAccept string
 	// client makes the ListerWatcher of one scope without package wire,
 	// through client-go: the clients of a factory made by
 	// NewFactoryForClients, a REST client with client-go's codecs, or the
@@ -89,10 +93,17 @@ func dynamicHow() how[*unstructured.Unstructured] {
 	}
 }
 
-// metadataHow is how ForMetadata lists and watches: through the factory's
-// metadata client.
+// metadataHow is how ForMetadata lists and watches: with package wire, as
+// the server's metadata views (PartialObjectMetadataList for a list,
+// PartialObjectMetadata for a watch's objects: protobuf, JSON as a
+// fallback, as client-go's metadata client asks), if the factory decodes
+// with it, and else through the factory's metadata client.
 func metadataHow() how[*metav1.PartialObjectMetadata] {
 	return how[*metav1.PartialObjectMetadata]{
+		decoder:     wire.NewDecoder[*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadata],
+		protobuf:    true,
+		listAccept:  metadataAccept("PartialObjectMetadataList"),
+		watchAccept: metadataAccept("PartialObjectMetadata"),
 		client: func(f *Factory, r *apiResource, sc scope, _ *wireDecoding[*metav1.PartialObjectMetadata]) (ListerWatcher[*metav1.PartialObjectMetadata], error) {
 			var c metadata.ResourceInterface = f.metadata.Resource(r.mapping.Resource)
 			if sc.namespace != "" {
@@ -101,6 +112,14 @@ func metadataHow() how[*metav1.PartialObjectMetadata] {
 			return markedLike(f.metadata, ListWatchFromMetadata(c, sc.tweak)), nil
 		},
 	}
+}
+
+// metadataAccept is the Accept header that asks the server for its
+// metadata view kind (meta.k8s.io/v1) of the objects it serves, in
+// protobuf, then JSON, then plain JSON for a server without the view.
+func metadataAccept(kind string) string {
+	view := ";as=" + kind + ";g=meta.k8s.io;v=v1"
+	return runtime.ContentTypeProtobuf + view + "," + runtime.ContentTypeJSON + view + "," + runtime.ContentTypeJSON
 }
 
 // source returns the ListerWatcher of the informer of s: with package
@@ -123,7 +142,7 @@ func source[T Object](f *Factory, r *apiResource, s *shared[T], o ForOptions[T],
 		if f.clients != nil || d == nil {
 			return h.client(f, r, sc, d)
 		}
-		return newWireListWatch(f, r.mapping, sc, h.protobuf, d, raw)
+		return newWireListWatch(f, r.mapping, sc, h, d, raw)
 	}
 	if len(s.namespaces) == 1 {
 		return mk(scope{namespace: s.namespaces[0], tweak: s.requests})

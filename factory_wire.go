@@ -125,13 +125,18 @@ func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return lw.c
 // newWireListWatch returns a ListerWatcher of mapping's resource in sc,
 // decoding as d settles at its first request, and listing records with
 // compact, if not nil.
-func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope, protobuf bool, d *wireDecoding[T], compact *wire.Compact[T]) (ListerWatcher[T], error) {
-	client, err := f.restClient(mapping, protobuf)
+func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope, h how[T], d *wireDecoding[T], compact *wire.Compact[T]) (ListerWatcher[T], error) {
+	client, err := f.restClient(mapping, h.protobuf)
 	if err != nil {
 		return nil, err
 	}
-	opts := wire.SourceOptions[T]{Protobuf: protobuf, Tweak: sc.tweak}
-	if protobuf {
+	opts := wire.SourceOptions[T]{Protobuf: h.protobuf, Tweak: sc.tweak}
+	switch {
+	case h.listAccept != "":
+		// A view of the server's, such as client-go's metadata client
+		// asks for whatever the config's content types.
+		opts.Accept, opts.WatchAccept = h.listAccept, h.watchAccept
+	case h.protobuf:
 		// As for client-go's typed clients: the config's content types
 		// apply as given when it sets them.
 		if opts.Accept = f.cfg.AcceptContentTypes; opts.Accept == "" {

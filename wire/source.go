@@ -34,6 +34,11 @@ type SourceOptions[PP any] struct {
 	// the one Protobuf chooses; the Source decodes protobuf or JSON,
 	// whichever the server answers.
 	Accept string
+	// WatchAccept, when set, is the Accept header of watches instead of
+	// Accept: the server's metadata views differ between a list
+	// (as=PartialObjectMetadataList) and a watch's objects
+	// (as=PartialObjectMetadata).
+	WatchAccept string
 	// Tweak changes the options of every request.
 	Tweak func(*metav1.ListOptions)
 	// Decoded, when set, is given each object the Source decoded from an
@@ -67,7 +72,10 @@ const (
 	acceptJSON     = "application/json"
 )
 
-func (s *Source[PP]) accept() string {
+func (s *Source[PP]) accept(watch bool) string {
+	if watch && s.opts.WatchAccept != "" {
+		return s.opts.WatchAccept
+	}
 	if s.opts.Accept != "" {
 		return s.opts.Accept
 	}
@@ -85,7 +93,7 @@ func (s *Source[PP]) request(opts *metav1.ListOptions) *rest.Request {
 		NamespaceIfScoped(s.namespace, s.namespace != "").
 		Resource(s.resource).
 		VersionedParams(opts, metav1.ParameterCodec).
-		SetHeader("Accept", s.accept())
+		SetHeader("Accept", s.accept(opts.Watch))
 	if opts.TimeoutSeconds != nil {
 		r = r.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 	}

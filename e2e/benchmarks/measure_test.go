@@ -66,6 +66,43 @@ func (p *perUnit) report(b *testing.B, unit string) {
 	b.ReportMetric(p.bytes/n, "B-alloc/"+unit)
 }
 
+// gcCPU returns the collector's CPU time so far, in seconds, as the runtime estimates it
+// (/cpu/classes/gc/total:cpu-seconds: its mark workers, assists and pauses). The runtime brings
+// the figure up to date at the end of each collection only, so a difference of two readings
+// counts the collections that ended between them: over a round of thousands of events and many
+// collections, the part of one collection at each end is noise that averages out over rounds.
+func gcCPU() float64 {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	return s[0].Value.Float64()
+}
+
+// churnCost averages, over the rounds of a steady-state benchmark, what the process paid per
+// event for its collector, and per minute of churn at the rate of each round (the writer's, as
+// fast as the server takes its writes): the whole process's CPU time and the collector's.
+type churnCost struct {
+	gcPerEvent, cpuPerMinute, gcPerMinute float64
+	rounds                                int
+}
+
+// add counts one round of events events that took wall and cost cpu, gc seconds of it the
+// collector's.
+func (c *churnCost) add(cpu time.Duration, gc float64, wall time.Duration, events int) {
+	minutes := wall.Minutes()
+	c.gcPerEvent += gc * 1e9 / float64(events)
+	c.cpuPerMinute += cpu.Seconds() / minutes
+	c.gcPerMinute += gc / minutes
+	c.rounds++
+}
+
+// report reports the averages as gc-cpu-ns/event, cpu-s/churn-min and gc-cpu-s/churn-min.
+func (c *churnCost) report(b *testing.B) {
+	n := float64(c.rounds)
+	b.ReportMetric(c.gcPerEvent/n, "gc-cpu-ns/event")
+	b.ReportMetric(c.cpuPerMinute/n, "cpu-s/churn-min")
+	b.ReportMetric(c.gcPerMinute/n, "gc-cpu-s/churn-min")
+}
+
 // heapSampler reads the live heap (/memory/classes/heap/objects:bytes: objects not yet freed,
 // reachable or not) every 2 ms until stopped, and keeps the highest value.
 type heapSampler struct {

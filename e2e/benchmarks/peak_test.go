@@ -84,6 +84,17 @@ var peakVariants = map[string]func(cfg *rest.Config, ns string, n int) startFunc
 	"manager/typed-notransform": func(cfg *rest.Config, ns string, n int) startFunc {
 		return startManager(childFatal{}, cfg, ns, n, typedcache.New, nil)
 	},
+	// An operator's manager (startOperator): two controllers, field indexes, a metadata-only
+	// watch, a ByObject label selector, and TransformStripManagedFields.
+	"operator/upstream": func(cfg *rest.Config, ns string, n int) startFunc {
+		return startOperator(childFatal{}, cfg, ns, n, cache.New, cache.TransformStripManagedFields())
+	},
+	"operator/typed": func(cfg *rest.Config, ns string, n int) startFunc {
+		return startOperator(childFatal{}, cfg, ns, n, typedcache.New, cache.TransformStripManagedFields())
+	},
+	"operator/typed-compact": func(cfg *rest.Config, ns string, n int) startFunc {
+		return startOperator(childFatal{}, cfg, ns, n, typedcache.NewWith(typedcache.Options{Informer: informer.InformerOptions{Compact: true}}), cache.TransformStripManagedFields())
+	},
 }
 
 // peakPairs are BenchmarkPeakRSS's sub-benchmarks: a name, and the variants of impl=upstream
@@ -98,42 +109,48 @@ var peakPairs = []struct{ name, upstream, typed string }{
 	{"program=manager/mode=notransform", "manager/upstream-notransform", "manager/typed-notransform"},
 }
 
+// operatorPairs are BenchmarkPeakRSS's sub-benchmarks of the operator's workload.
+var operatorPairs = []struct{ name, upstream, typed string }{
+	{"program=operator", "operator/upstream", "operator/typed"},
+	{"program=operator/store=compact", "operator/upstream", "operator/typed-compact"},
+}
+
 // BenchmarkPeakRSS starts each program of peakVariants in a process of its own (a child of this
 // test binary, so that its peak resident set, VmHWM, is its own), from nothing until it has
 // synced (an informer) or reconciled every Pod once (a manager), over 10,000 realistic Pods
 // (testobj.RealisticPod), 10,000 harsh ones (testobj.HarshPod: each Pod's managedFields differ
-// from its siblings' in a few bytes) and, unless -short, 50,000 realistic ones. It reports, per
-// Pod: peak-RSS-B/object, the peak resident set above the one before the start, which is what
-// sizes a Pod's memory limit beyond the program's fixed cost; peak-heap-B/object and B/object,
-// the live heap's peak and the heap held once synced; cpu-ns/object; and peak-RSS-B, the
-// process's whole peak. Each round starts one process per variant. With -short (CI's smoke
-// run), only the realistic 10,000 Pods, for the informer and the two managers.
+// from its siblings' in a few bytes) and, unless -short, 50,000 realistic ones; and the operator
+// of startOperator over 5,000 realistic Pods. It reports, per Pod: peak-RSS-B/object, the peak
+// resident set above the one before the start, which is what sizes a Pod's memory limit beyond
+// the program's fixed cost; peak-heap-B/object and B/object, the live heap's peak and the heap
+// held once synced; cpu-ns/object; and peak-RSS-B, the process's whole peak. Each round starts
+// one process per variant. With -short (CI's smoke run), only the realistic 10,000 Pods, for the
+// informer and the two managers.
 func BenchmarkPeakRSS(b *testing.B) {
 	cfg := benchConfig()
-	workloads := []struct {
-		name string
-		ns   func() string
-		n    int
-	}{
-		{"pods=10k/realistic", func() string { return realisticPods(b, coldStartPods) }, coldStartPods},
-		{"pods=10k/harsh", func() string { return harshPods(b, coldStartPods) }, coldStartPods},
+	type pair = struct{ name, upstream, typed string }
+	type workload struct {
+		name  string
+		ns    func() string
+		n     int
+		pairs []pair
 	}
-	pairs := peakPairs
+	workloads := []workload{
+		{"pods=10k/realistic", func() string { return realisticPods(b, coldStartPods) }, coldStartPods, peakPairs},
+		{"pods=10k/harsh", func() string { return harshPods(b, coldStartPods) }, coldStartPods, peakPairs},
+	}
 	if testing.Short() {
 		// CI's smoke run: the realistic Pods, an informer and the two managers.
-		workloads = workloads[:1]
-		pairs = []struct{ name, upstream, typed string }{peakPairs[0], peakPairs[4], peakPairs[5]}
+		workloads = []workload{{workloads[0].name, workloads[0].ns, coldStartPods, []pair{peakPairs[0], peakPairs[4], peakPairs[5]}}}
 	} else {
-		workloads = append(workloads, struct {
-			name string
-			ns   func() string
-			n    int
-		}{"pods=50k/realistic", func() string { return realisticPods(b, 50000) }, 50000})
+		workloads = append(workloads,
+			workload{"pods=50k/realistic", func() string { return realisticPods(b, 50000) }, 50000, peakPairs},
+			workload{"pods=5k/realistic", func() string { return realisticPods(b, operatorPods) }, operatorPods, operatorPairs})
 	}
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) {
 			ns := w.ns()
-			for _, p := range pairs {
+			for _, p := range w.pairs {
 				b.Run(p.name, func(b *testing.B) {
 					b.Run("impl=upstream", func(b *testing.B) { peakRounds(b, cfg, ns, w.n, p.upstream) })
 					b.Run("impl=typed", func(b *testing.B) { peakRounds(b, cfg, ns, w.n, p.typed) })

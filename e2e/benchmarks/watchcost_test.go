@@ -166,9 +166,11 @@ var writerRounds atomic.Int64
 
 // costRounds runs the rounds of a watch cost benchmark: in each, a writer process does job (its
 // round numbered) while the informer's handler counts the events in seen and closes the round's
-// channel at the events-th; it reports what the process paid per event.
+// channel at the events-th; it reports what the process paid per event, and per minute of churn
+// at the rate the writer and the server reach (churnCost).
 func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen *atomic.Int64, round *atomic.Pointer[costRound]) {
 	var paid perUnit
+	var churn churnCost
 	for b.Loop() {
 		b.StopTimer()
 		// The round is numbered across the process, so that no round writes what one before it
@@ -184,7 +186,7 @@ func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen 
 		r := &costRound{target: seen.Load() + int64(events), done: make(chan struct{})}
 		round.Store(r)
 		mark := r.target - int64(events)
-		cost := costNow()
+		cost, gc, began := costNow(), gcCPU(), time.Now()
 		b.StartTimer()
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
@@ -209,6 +211,7 @@ func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen 
 		timeout.Stop()
 		b.StopTimer()
 		spent := costNow().since(cost)
+		churn.add(spent.cpu, gcCPU()-gc, time.Since(began), events)
 		if waitErr != nil {
 			if err := <-waitErr; err != nil {
 				b.Fatalf("writer: %v", err)
@@ -218,4 +221,5 @@ func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen 
 		b.StartTimer()
 	}
 	paid.report(b, "event")
+	churn.report(b)
 }
