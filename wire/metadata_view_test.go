@@ -91,6 +91,52 @@ func TestDecodeMetadataView(t *testing.T) {
 	}
 }
 
+// TestDecodeMetadataViewOfFullObjects decodes a whole Pod's protobuf and JSON as
+// PartialObjectMetadata, as a server without the metadata view answers (the Accept header's
+// last choice is plain JSON): its other fields are skipped, as client-go's decoders skip them.
+func TestDecodeMetadataViewOfFullObjects(t *testing.T) {
+	d, err := NewDecoder[*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadata](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range testobj.RealisticPods("shop", 3, 2) {
+		b, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &metav1.PartialObjectMetadata{}
+		if err := want.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Protobuf(b)
+		if err != nil {
+			t.Fatalf("Pod %d, protobuf: %v", i, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Pod %d, protobuf, differs from the generated decoder's (-want +got):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(p.ObjectMeta, got.ObjectMeta); diff != "" {
+			t.Errorf("Pod %d: metadata differs from the Pod's (-want +got):\n%s", i, diff)
+		}
+
+		js, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON := &metav1.PartialObjectMetadata{}
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, wantJSON); err != nil {
+			t.Fatal(err)
+		}
+		gotJSON, err := d.JSON(js)
+		if err != nil {
+			t.Fatalf("Pod %d, JSON: %v", i, err)
+		}
+		if diff := cmp.Diff(wantJSON, gotJSON); diff != "" {
+			t.Errorf("Pod %d, JSON, differs from sigs.k8s.io/json's (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
 // FuzzDecodeMetadataView decodes arbitrary bytes as the protobuf of a PartialObjectMetadata:
 // never a panic; every error wraps ErrMalformed or ErrTruncated; and whenever the generated
 // decoder accepts the bytes (but for its leniency with map entries, see lenientEntry), ours
