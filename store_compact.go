@@ -419,6 +419,12 @@ func (s *Store[T]) replaceRecords(list []encoded[T], lenient bool) error {
 		sl.size = s.entrySize(sl.key, len(vals), len(lbls))
 		entries += int64(sl.size)
 		clear(vals)
+		// The object decoded for the index functions is not kept with
+		// the list: a list of thousands would otherwise hold every
+		// object decoded until the last is stored (the codec's cache
+		// keeps the most recent).
+		var zero T
+		e.obj, e.decoded = zero, false
 	}
 	s.mu.Lock()
 	prev := s.items
