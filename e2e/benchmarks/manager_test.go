@@ -70,38 +70,63 @@ func managerColdStart(b *testing.B, cfg *rest.Config, ns string, newCache cache.
 // that it has reconciled want Pods.
 func startManager(b fataler, cfg *rest.Config, ns string, want int, newCache cache.NewCacheFunc, transform toolscache.TransformFunc) startFunc {
 	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
-		var reconciled sync.Map
-		var count atomic.Int64
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			NewCache:   newCache,
-			Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, DefaultTransform: transform},
-			Metrics:    metricsserver.Options{BindAddress: "0"},
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		err = ctrl.NewControllerManagedBy(mgr).
+		var pods reconcileCounter
+		mgr := newManager(b, cfg, newCache, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, DefaultTransform: transform})
+		err := ctrl.NewControllerManagedBy(mgr).
 			Named(fmt.Sprintf("bench-%d", controllerSeq.Add(1))).
 			For(&corev1.Pod{}).
 			Complete(reconcile.Func(func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
-				if _, seen := reconciled.LoadOrStore(r.NamespacedName, true); !seen {
-					count.Add(1)
-				}
+				pods.saw(r)
 				return reconcile.Result{}, nil
 			}))
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
-		return func() bool { return count.Load() >= int64(want) }, func() int { return int(count.Load()) }, nil, func() {
-			cancel()
-			if err := <-done; err != nil {
+		stopManager := runManager(ctx, mgr)
+		return func() bool { return pods.n.Load() >= int64(want) }, func() int { return int(pods.n.Load()) }, nil, func() {
+			if err := stopManager(); err != nil {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// newManager returns a manager over cfg on newCache with cacheOpts, as every benchmark makes
+// one: no metrics server, and controller names not checked (a process makes one a round).
+func newManager(b fataler, cfg *rest.Config, newCache cache.NewCacheFunc, cacheOpts cache.Options) ctrl.Manager {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		NewCache:   newCache,
+		Cache:      cacheOpts,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return mgr
+}
+
+// runManager starts mgr until ctx ends or stop is called; stop waits for Start to return and
+// returns its error.
+func runManager(ctx context.Context, mgr ctrl.Manager) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// reconcileCounter counts the distinct objects a controller has reconciled.
+type reconcileCounter struct {
+	seen sync.Map
+	n    atomic.Int64
+}
+
+func (c *reconcileCounter) saw(r reconcile.Request) {
+	if _, dup := c.seen.LoadOrStore(r.NamespacedName, true); !dup {
+		c.n.Add(1)
 	}
 }
 

@@ -3,21 +3,16 @@ package benchmarks
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/typedkube/informer"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -45,19 +40,11 @@ const (
 // reconciled want Pods each. Both implementations get the same manager but for newCache.
 func startOperator(b fataler, cfg *rest.Config, ns string, want int, newCache cache.NewCacheFunc, transform toolscache.TransformFunc) startFunc {
 	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			NewCache: newCache,
-			Cache: cache.Options{
-				DefaultNamespaces: map[string]cache.Config{ns: {}},
-				DefaultTransform:  transform,
-				ByObject:          map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: operatorSelector}},
-			},
-			Metrics:    metricsserver.Options{BindAddress: "0"},
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		mgr := newManager(b, cfg, newCache, cache.Options{
+			DefaultNamespaces: map[string]cache.Config{ns: {}},
+			DefaultTransform:  transform,
+			ByObject:          map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: operatorSelector}},
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
 		indexer := mgr.GetFieldIndexer()
 		if err := indexer.IndexField(ctx, &corev1.Pod{}, indexNode, func(o client.Object) []string {
 			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
@@ -80,7 +67,7 @@ func startOperator(b fataler, cfg *rest.Config, ns string, want int, newCache ca
 
 		var pods, metas reconcileCounter
 		reader := mgr.GetClient()
-		err = ctrl.NewControllerManagedBy(mgr).
+		err := ctrl.NewControllerManagedBy(mgr).
 			Named(fmt.Sprintf("operator-pods-%d", controllerSeq.Add(1))).
 			For(&corev1.Pod{}).
 			Complete(reconcile.Func(func(ctx context.Context, r reconcile.Request) (reconcile.Result, error) {
@@ -104,28 +91,13 @@ func startOperator(b fataler, cfg *rest.Config, ns string, want int, newCache ca
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
+		stopManager := runManager(ctx, mgr)
 		synced = func() bool { return pods.n.Load() >= int64(want) && metas.n.Load() >= int64(want) }
 		size = func() int { return int(min(pods.n.Load(), metas.n.Load())) }
 		return synced, size, nil, func() {
-			cancel()
-			if err := <-done; err != nil {
+			if err := stopManager(); err != nil {
 				b.Fatal(err)
 			}
 		}
-	}
-}
-
-// reconcileCounter counts the distinct objects a controller has reconciled.
-type reconcileCounter struct {
-	seen sync.Map
-	n    atomic.Int64
-}
-
-func (c *reconcileCounter) saw(r reconcile.Request) {
-	if _, dup := c.seen.LoadOrStore(r.NamespacedName, true); !dup {
-		c.n.Add(1)
 	}
 }

@@ -22,8 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -205,17 +203,9 @@ func floorPodWatch(b *testing.B, cfg *rest.Config, ns string, onEvent func()) (f
 // the events.
 func managerPodWatch(newCache cache.NewCacheFunc) podWatchStart {
 	return func(b *testing.B, cfg *rest.Config, ns string, onEvent func()) (func() bool, func()) {
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			NewCache:   newCache,
-			Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-			Metrics:    metricsserver.Options{BindAddress: "0"},
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		mgr := newManager(b, cfg, newCache, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
 		reader := mgr.GetCache()
-		err = ctrl.NewControllerManagedBy(mgr).
+		err := ctrl.NewControllerManagedBy(mgr).
 			Named(fmt.Sprintf("watch-%d", controllerSeq.Add(1))).
 			For(&corev1.Pod{}).
 			Complete(reconcile.Func(func(ctx context.Context, r reconcile.Request) (reconcile.Result, error) {
@@ -237,12 +227,9 @@ func managerPodWatch(newCache cache.NewCacheFunc) podWatchStart {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
+		stopManager := runManager(context.Background(), mgr)
 		return reg.HasSynced, func() {
-			cancel()
-			if err := <-done; err != nil {
+			if err := stopManager(); err != nil {
 				b.Error(err)
 			}
 		}

@@ -257,7 +257,7 @@ func TestFaults(t *testing.T) {
 			wg.Go(func() { w.run(wctx, writeEvery) })
 		}
 		// Writes are flowing before the fault, go on during it, and for a moment after it.
-		if err := waitFor(ctx, 30*time.Second, "writes before the fault", atLeast(totalWrites, totalWrites()+writesAround)); err != nil {
+		if err := kubetest.WaitFor(ctx, 30*time.Second, "writes before the fault", atLeast(totalWrites, totalWrites()+writesAround)); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
@@ -268,7 +268,7 @@ func TestFaults(t *testing.T) {
 			t.Fatalf("fault %d (%s): %v", i+1, kind, err)
 		}
 		faultTime := time.Since(start)
-		err = waitFor(ctx, 30*time.Second, "writes after the fault", atLeast(totalWrites, totalWrites()+writesAround))
+		err = kubetest.WaitFor(ctx, 30*time.Second, "writes after the fault", atLeast(totalWrites, totalWrites()+writesAround))
 		stopWriters()
 		wg.Wait()
 		if err != nil {
@@ -354,22 +354,6 @@ func (s *faultStats) add(fault, converge time.Duration) {
 
 // atLeast returns a condition that holds once f() >= n.
 func atLeast(f func() int, n int) func() bool { return func() bool { return f() >= n } }
-
-// waitFor polls cond every 20 ms until it holds, or fails after timeout.
-func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
-		case <-t.C:
-		}
-	}
-	return nil
-}
 
 // errNoEffect reports a fault whose effect the test could not observe.
 var errNoEffect = errors.New("the fault had no visible effect")

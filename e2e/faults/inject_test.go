@@ -96,7 +96,7 @@ func (f *faulter) compact(ctx context.Context) (string, error) {
 		return "", err
 	}
 	dropped := srv.DropConnections()
-	if err := waitFor(ctx, 30*time.Second, "410 Gone for the PodTemplate informer", func() bool {
+	if err := kubetest.WaitFor(ctx, 30*time.Second, "410 Gone for the PodTemplate informer", func() bool {
 		return pt.errs.Count(isExpired) > 0 && f.errorsSince(marks, isExpired) > 0
 	}); err != nil {
 		var reqs []string
@@ -121,7 +121,7 @@ func (f *faulter) drop(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%w: no connection to drop", errNoEffect)
 	}
 	want := before + len(f.subjects)
-	if err := waitFor(ctx, 30*time.Second, "a new watch of each informer", func() bool { return f.log.Count(isWatch) >= want }); err != nil {
+	if err := kubetest.WaitFor(ctx, 30*time.Second, "a new watch of each informer", func() bool { return f.log.Count(isWatch) >= want }); err != nil {
 		return "", fmt.Errorf("%w: %w", errNoEffect, err)
 	}
 	return fmt.Sprintf("%d connections dropped, %d new watches", dropped, f.log.Count(isWatch)-before), nil
@@ -137,7 +137,7 @@ func (f *faulter) throttle(ctx context.Context) (string, error) {
 		return "", err
 	}
 	dropped := srv.DropConnections()
-	err := waitFor(ctx, 30*time.Second, "429 for the informers' requests", func() bool { return f.log.Count(is429) > before })
+	err := kubetest.WaitFor(ctx, 30*time.Second, "429 for the informers' requests", func() bool { return f.log.Count(is429) > before })
 	throttled := f.log.Count(is429) - before
 	if uerr := srv.Unthrottle(ctx); uerr != nil {
 		return "", uerr

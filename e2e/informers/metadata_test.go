@@ -1,7 +1,6 @@
 package informers
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -86,7 +85,7 @@ func TestMetadataWire(t *testing.T) {
 						t.Fatalf("WaitForCacheSync: %v (%v)", err, synced)
 					}
 				}
-				sameStores(t, ctx, "synced", got, want, 5)
+				sameStores(t, "synced", got, want, 5)
 				// Package wire's decoder shares equal label maps between objects, which
 				// client-go's codecs never do: so these objects were decoded by it.
 				a, _ := got.GetIndexer().GetByKey(ns + "/m-2")
@@ -110,8 +109,10 @@ func TestMetadataWire(t *testing.T) {
 					m, ok := i.GetIndexer().GetByKey(ns + "/m-new")
 					return ok && m.ResourceVersion == last.GetResourceVersion()
 				}
-				wait(t, ctx, "both informers hold m-new", func() bool { return seen(got) && seen(want) })
-				sameStores(t, ctx, "after the writes", got, want, 5)
+				if err := kubetest.WaitFor(ctx, time.Minute, "both informers to hold m-new", func() bool { return seen(got) && seen(want) }); err != nil {
+					t.Fatal(err)
+				}
+				sameStores(t, "after the writes", got, want, 5)
 				if m, _ := got.GetIndexer().GetByKey(ns + "/m-0"); m == nil || m.Labels["step"] != "updated" {
 					t.Errorf("m-0 after the patch: %+v, want the label step=updated", m)
 				}
@@ -135,7 +136,7 @@ func TestMetadataWire(t *testing.T) {
 }
 
 // sameStores fails t unless got and want hold the same objects, n of them.
-func sameStores(t *testing.T, ctx context.Context, when string, got, want *informer.SharedIndexInformer[*metav1.PartialObjectMetadata], n int) {
+func sameStores(t *testing.T, when string, got, want *informer.SharedIndexInformer[*metav1.PartialObjectMetadata], n int) {
 	t.Helper()
 	list := func(i *informer.SharedIndexInformer[*metav1.PartialObjectMetadata]) []*metav1.PartialObjectMetadata {
 		l := i.GetIndexer().List()
@@ -148,17 +149,5 @@ func sameStores(t *testing.T, ctx context.Context, when string, got, want *infor
 	}
 	if d := cmp.Diff(w, g); d != "" {
 		t.Errorf("%s: package wire's metadata (+) against client-go's metadata client's (-):\n%s", when, d)
-	}
-}
-
-// wait waits until cond holds, failing t with what it waited for when ctx ends first.
-func wait(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting until %s: %v", what, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }

@@ -134,14 +134,11 @@ func TestShardedStall(t *testing.T) {
 	l.mu.Unlock()
 }
 
-// waitUntil polls cond every 50ms until it holds, for at most timeout.
+// waitUntil waits until cond holds, for at most timeout (kubetest.WaitFor), failing t if it
+// does not.
 func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := kubetest.WaitFor(t.Context(), timeout, what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
