@@ -47,20 +47,7 @@ func TestDecodeMetadataView(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := &metav1.PartialObjectMetadata{}
-				if err := want.Unmarshal(b); err != nil {
-					t.Fatal(err)
-				}
-				if drop {
-					want.ManagedFields = nil
-				}
-				got, err := d.Protobuf(b)
-				if err != nil {
-					t.Fatalf("protobuf: %v", err)
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("protobuf differs from the generated decoder's (-want +got):\n%s", diff)
-				}
+				metadataFromProtobuf(t, d, b, drop)
 
 				for j := range m.ManagedFields {
 					if m.ManagedFields[j].FieldsV1 != nil {
@@ -72,20 +59,7 @@ func TestDecodeMetadataView(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				wantJSON := &metav1.PartialObjectMetadata{}
-				if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, wantJSON); err != nil {
-					t.Fatal(err)
-				}
-				if drop {
-					wantJSON.ManagedFields = nil
-				}
-				gotJSON, err := d.JSON(js)
-				if err != nil {
-					t.Fatalf("JSON: %v", err)
-				}
-				if diff := cmp.Diff(wantJSON, gotJSON); diff != "" {
-					t.Errorf("JSON differs from sigs.k8s.io/json's (-want +got):\n%s", diff)
-				}
+				metadataFromJSON(t, d, js, drop)
 			})
 		}
 	}
@@ -100,40 +74,62 @@ func TestDecodeMetadataViewOfFullObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range testobj.RealisticPods("shop", 3, 2) {
-		b, err := p.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := &metav1.PartialObjectMetadata{}
-		if err := want.Unmarshal(b); err != nil {
-			t.Fatal(err)
-		}
-		got, err := d.Protobuf(b)
-		if err != nil {
-			t.Fatalf("Pod %d, protobuf: %v", i, err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("Pod %d, protobuf, differs from the generated decoder's (-want +got):\n%s", i, diff)
-		}
-		if diff := cmp.Diff(p.ObjectMeta, got.ObjectMeta); diff != "" {
-			t.Errorf("Pod %d: metadata differs from the Pod's (-want +got):\n%s", i, diff)
-		}
+		t.Run(fmt.Sprint("Pod ", i), func(t *testing.T) {
+			b, err := p.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := metadataFromProtobuf(t, d, b, false)
+			if diff := cmp.Diff(p.ObjectMeta, got.ObjectMeta); diff != "" {
+				t.Errorf("metadata differs from the Pod's (-want +got):\n%s", diff)
+			}
+			js, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			metadataFromJSON(t, d, js, false)
+		})
+	}
+}
 
-		js, err := json.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantJSON := &metav1.PartialObjectMetadata{}
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, wantJSON); err != nil {
-			t.Fatal(err)
-		}
-		gotJSON, err := d.JSON(js)
-		if err != nil {
-			t.Fatalf("Pod %d, JSON: %v", i, err)
-		}
-		if diff := cmp.Diff(wantJSON, gotJSON); diff != "" {
-			t.Errorf("Pod %d, JSON, differs from sigs.k8s.io/json's (-want +got):\n%s", i, diff)
-		}
+// metadataFromProtobuf decodes b with d and fails t unless the object is the generated
+// decoder's, without managedFields if drop; it returns the object.
+func metadataFromProtobuf(t *testing.T, d *Decoder[*metav1.PartialObjectMetadata], b []byte, drop bool) *metav1.PartialObjectMetadata {
+	t.Helper()
+	want := &metav1.PartialObjectMetadata{}
+	if err := want.Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+	if drop {
+		want.ManagedFields = nil
+	}
+	got, err := d.Protobuf(b)
+	if err != nil {
+		t.Fatalf("protobuf: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("protobuf differs from the generated decoder's (-want +got):\n%s", diff)
+	}
+	return got
+}
+
+// metadataFromJSON decodes js with d and fails t unless the object is sigs.k8s.io/json's,
+// without managedFields if drop.
+func metadataFromJSON(t *testing.T, d *Decoder[*metav1.PartialObjectMetadata], js []byte, drop bool) {
+	t.Helper()
+	want := &metav1.PartialObjectMetadata{}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, want); err != nil {
+		t.Fatal(err)
+	}
+	if drop {
+		want.ManagedFields = nil
+	}
+	got, err := d.JSON(js)
+	if err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JSON differs from sigs.k8s.io/json's (-want +got):\n%s", diff)
 	}
 }
 
