@@ -133,8 +133,8 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 	opts := wire.SourceOptions[T]{Protobuf: h.protobuf, Tweak: sc.tweak}
 	switch {
 	case h.listAccept != "":
-		// A view of the server's, such as client-go's metadata client
-		// asks for whatever the config's content types.
+		// The server's view (ForMetadata's), asked for whatever the
+		// config's content types, as client-go's metadata client does.
 		opts.Accept, opts.WatchAccept = h.listAccept, h.watchAccept
 	case h.protobuf:
 		// As for client-go's typed clients: the config's content types

@@ -242,7 +242,7 @@ func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("watch event %s: %w", typ, err)
 	}
-	if d.s.opts.Decoded != nil && !reused && et != watch.Deleted && et != watch.Bookmark {
+	if d.s.opts.Decoded != nil && !reused && (et == watch.Added || et == watch.Modified) {
 		d.s.opts.Decoded(p, raw)
 	}
 	return et, any(p).(runtime.Object), nil
