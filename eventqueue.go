@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/typedkube/informer/internal/deque"
@@ -25,9 +26,12 @@ type event[T any] struct {
 	// replayed marks an evAdd of the replay a watch from "" or "0" starts
 	// with: its resource version says nothing of what came before it.
 	replayed bool
-	key      string        // evAdd, evUpdate, evDelete
-	obj      T             // evAdd, evUpdate, evDelete
-	more     *eventMore[T] // evReplace, evBookmark
+	// key is the object's key: for evDelete always, for evAdd and
+	// evUpdate unless the queue leaves it to the informer (see
+	// eventQueue.checkKey), which it then is "".
+	key  string
+	obj  T             // evAdd, evUpdate, evDelete
+	more *eventMore[T] // evReplace, evBookmark
 }
 
 // eventMore is what a relist or a bookmark carries beyond an event, kept
@@ -59,7 +63,14 @@ func (e *event[T]) version() string {
 //
 // Keys and transforms are computed before the queue is locked.
 type eventQueue[T any] struct {
-	keyFunc   KeyFunc[T]
+	keyFunc KeyFunc[T]
+	// checkKey, if set, says whether an added or updated object has the
+	// key keyFunc would make, without making it: the event goes with key
+	// "", and the informer's store, which applies it, finds the key it
+	// already keeps for the object (Store.upsertVersion). An update, by
+	// far the most common event, then allocates no key. Set before the
+	// producers start.
+	checkKey  func(T) error
 	transform TransformFunc[T] // set before the informer starts, read-only after
 
 	syncState // its mu guards events and the fields below
@@ -118,11 +129,17 @@ func (q *eventQueue[T]) Delete(obj T) error { return q.change(evDelete, obj, fal
 func (q *eventQueue[T]) addReplayed(obj T) error { return q.change(evAdd, obj, true) }
 
 func (q *eventQueue[T]) change(kind eventKind, obj T, replayed bool) error {
-	key, err := keyOf(q.keyFunc, obj)
+	var key string
+	var err error
+	if q.checkKey != nil && kind != evDelete {
+		err = checkedKey(q.checkKey, obj)
+	} else {
+		key, err = keyOf(q.keyFunc, obj)
+	}
 	if err != nil {
 		return err
 	}
-	if obj, err = transformed(q.transform, key, obj); err != nil {
+	if obj, err = q.transformOne(key, obj); err != nil {
 		return err
 	}
 	q.mu.Lock()
@@ -144,6 +161,18 @@ func (q *eventQueue[T]) change(kind eventKind, obj T, replayed bool) error {
 	q.pushLocked(event[T]{kind: kind, replayed: replayed, key: key, obj: obj})
 	q.mu.Unlock()
 	return nil
+}
+
+// transformOne applies the queue's transform to obj, whose key is key, or
+// "" if it was left to the informer: an error then names the key.
+func (q *eventQueue[T]) transformOne(key string, obj T) (T, error) {
+	out, err := transformed(q.transform, key, obj)
+	if err != nil && key == "" {
+		if te := (*TransformError)(nil); errors.As(err, &te) {
+			te.Key, _ = q.keyFunc(obj)
+		}
+	}
+	return out, err
 }
 
 // Replace queues the new state as one event. It takes ownership of list,

@@ -230,6 +230,7 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 		_ = indexer.addLabelIndex(MetaLabelsFunc[T], true) // cannot fail on a new Indexer
 	}
 	indexer.versionOf = T.GetResourceVersion
+	indexer.appendKey = appendObjectKey[T]
 	s := &SharedIndexInformer[T]{
 		lw:                lw,
 		opts:              opts,
@@ -500,6 +501,7 @@ func (s *SharedIndexInformer[T]) run(ctx context.Context) error {
 		s.queueLen = q.Len
 	default:
 		q := newEventQueue(MetaNamespaceKeyFunc[T], s.transform)
+		q.checkKey = checkMetaKey[T] // the indexer makes the keys (see Store.keyLocked)
 		store, process, closeQueue = q, func(ctx context.Context) { s.processEvents(ctx, q) }, q.Close
 		s.queueLen = q.Len
 		s.queueApplied = q.waitApplied

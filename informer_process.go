@@ -132,10 +132,11 @@ func (s *SharedIndexInformer[T]) applyEvent(ctx context.Context, e *event[T], in
 
 // upsert stores obj and appends an add, or an update from the state it
 // replaced. An update that keeps the resource version is a resync
-// notification, for handlers whose resync is due only.
+// notification, for handlers whose resync is due only. A key of "" is
+// obj's, which the indexer finds (see Store.keyLocked).
 func (s *SharedIndexInformer[T]) upsert(ctx context.Context, key string, obj T, initial bool, notes []notification[T]) []notification[T] {
 	rvh := versionHash(obj.GetResourceVersion())
-	old, existed, err := s.indexer.upsertVersion(key, obj, rvh, true)
+	key, old, existed, err := s.indexer.upsertVersion(key, obj, rvh, true)
 	if err != nil {
 		if errors.Is(err, errNotCached) {
 			klog.FromContext(ctx).Error(err, "Left an object out of the cache", "key", key)

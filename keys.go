@@ -90,17 +90,32 @@ func transformed[T any](f TransformFunc[T], key string, obj T) (T, error) {
 // object through the typed interface, without reflection. It returns
 // ErrNilObject for a nil object and ErrEmptyKey for an object with no name.
 func MetaNamespaceKeyFunc[T Object](obj T) (string, error) {
-	if isNil(obj) {
-		return "", ErrNilObject
+	if err := checkMetaKey(obj); err != nil {
+		return "", err
 	}
 	name := obj.GetName()
-	if name == "" {
-		return "", fmt.Errorf("%w: the object has no name", ErrEmptyKey)
-	}
 	if ns := obj.GetNamespace(); ns != "" {
 		return ns + "/" + name, nil
 	}
 	return name, nil
+}
+
+// checkMetaKey returns the error MetaNamespaceKeyFunc returns for obj, nil
+// if it has a key, without making the key.
+func checkMetaKey[T Object](obj T) error {
+	if isNil(obj) {
+		return ErrNilObject
+	}
+	if obj.GetName() == "" {
+		return fmt.Errorf("%w: the object has no name", ErrEmptyKey)
+	}
+	return nil
+}
+
+// appendObjectKey appends to dst the key MetaNamespaceKeyFunc makes of
+// obj, which has one (see checkMetaKey).
+func appendObjectKey[T Object](dst []byte, obj T) []byte {
+	return appendMetaNamespaceKey(dst, obj.GetNamespace(), obj.GetName())
 }
 
 // appendMetaNamespaceKey appends to dst the key MetaNamespaceKeyFunc makes
@@ -141,6 +156,18 @@ func keyOf[T any](f KeyFunc[T], obj T) (string, error) {
 		return "", &KeyError[T]{Obj: obj, Err: ErrEmptyKey}
 	}
 	return key, nil
+}
+
+// checkedKey is keyOf for a queue that only checks, with check, that obj
+// has a key: its errors are keyOf's.
+func checkedKey[T any](check func(T) error, obj T) error {
+	if isNil(obj) {
+		return &KeyError[T]{Obj: obj, Err: ErrNilObject}
+	}
+	if err := check(obj); err != nil {
+		return &KeyError[T]{Obj: obj, Err: err}
+	}
+	return nil
 }
 
 // isNil reports whether v is nil: a nil interface, or a nil pointer, map,

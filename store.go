@@ -37,6 +37,12 @@ type Store[T any] struct {
 	// nsScratch holds the namespace index value of a record being
 	// written to a compact store; guarded by writeMu.
 	nsScratch [1]string
+	// appendKey, set before the Store is first written, appends to its
+	// first argument the key of an object, as keyFunc makes it, for a
+	// writer that leaves the key to the Store (see keyLocked); keyBuf
+	// holds it, guarded by writeMu. nil in a Store of its own.
+	appendKey func([]byte, T) []byte
+	keyBuf    []byte
 
 	mu    sync.RWMutex // guards items, arena and the buckets of idx
 	items map[string]*slot[T]
@@ -550,21 +556,25 @@ func (s *Store[T]) put(key string, obj T) error {
 // upsert stores obj under key and returns the entry it replaced (see
 // objectOf). lenient is as for replace.
 func (s *Store[T]) upsert(key string, obj T, lenient bool) (old entry[T], existed bool, err error) {
-	return s.upsertVersion(key, obj, 0, lenient)
+	_, old, existed, err = s.upsertVersion(key, obj, 0, lenient)
+	return old, existed, err
 }
 
 // upsertVersion is upsert for a writer that knows rvh, the versionHash of
-// obj's resource version, which the slot keeps (see entry.rvh).
-func (s *Store[T]) upsertVersion(key string, obj T, rvh uint32, lenient bool) (old entry[T], existed bool, err error) {
+// obj's resource version, which the slot keeps (see entry.rvh). A key of
+// "" asks for the key appendKey makes of obj, which the Store must have
+// (see keyLocked); upsertVersion returns the key it stored obj under.
+func (s *Store[T]) upsertVersion(key string, obj T, rvh uint32, lenient bool) (stored string, old entry[T], existed bool, err error) {
 	if s.compact != nil {
 		return s.upsertRecord(key, encoded[T]{key: key, obj: obj, decoded: true}, lenient)
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	key = s.keyLocked(key, obj)
 	vals, err := s.idx.Load().values(obj, s.scratch[:0], lenient)
 	s.scratch = vals
 	if err != nil && !lenient {
-		return old, false, err
+		return key, old, false, err
 	}
 	var lbls map[string]string
 	if s.labelsOf != nil {
@@ -574,7 +584,22 @@ func (s *Store[T]) upsertVersion(key string, obj T, rvh uint32, lenient bool) (o
 	old, existed = s.putLocked(key, obj, nil, vals, lbls, rvh)
 	s.mu.Unlock()
 	clear(vals)
-	return old, existed, err
+	return key, old, existed, err
+}
+
+// keyLocked returns key, or if it is "", the key appendKey makes of obj:
+// the very string the Store keeps when it holds the object, so that
+// storing a new version of it allocates no key. The caller holds writeMu,
+// which every change of items is made under.
+func (s *Store[T]) keyLocked(key string, obj T) string {
+	if key != "" {
+		return key
+	}
+	s.keyBuf = s.appendKey(s.keyBuf[:0], obj)
+	if sl, ok := s.items[string(s.keyBuf)]; ok {
+		return sl.key
+	}
+	return string(s.keyBuf)
 }
 
 // putLocked stores obj, or in a compact store its record rec, whose index

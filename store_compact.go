@@ -321,22 +321,25 @@ func cutLast(key string) (before, after string, found bool) {
 	return "", key, false
 }
 
-// upsertRecord stores e under key in a compact store and returns the entry
-// it replaced. lenient is as for replace.
-func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (old entry[T], existed bool, err error) {
+// upsertRecord stores e under key in a compact store, as upsertVersion
+// does (key "" included), and returns the key and the entry it replaced.
+// lenient is as for replace.
+func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (stored string, old entry[T], existed bool, err error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	key = s.keyLocked(key, e.obj)
+	e.key = key
 	vals, lbls, err := s.prepare(&e, s.scratch[:0], lenient, false)
 	s.scratch = vals
 	defer clear(vals)
 	if e.rec == nil || (err != nil && !lenient) {
-		return old, false, err
+		return key, old, false, err
 	}
 	s.mu.Lock()
 	var zero T
 	old, existed = s.putLocked(key, zero, e.rec, vals, lbls, 0)
 	s.mu.Unlock()
-	return old, existed, err
+	return key, old, existed, err
 }
 
 // replaceEncoded makes the Store hold the objects of list, records from a
