@@ -8,6 +8,8 @@ import (
 	"math"
 	"reflect"
 	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // DecodeError reports bytes that could not be decoded into a field: Path
@@ -33,6 +35,7 @@ type state struct {
 	strs   *interner
 	maps   *mapTable         // nil: no map sharing
 	bytes  *bytesTable       // nil: no sharing of FieldsV1
+	times  *timeTable        // nil: no sharing of times
 	filter func(string) bool // annotations kept; nil keeps all
 	// notShared is set by a map entry whose value must not be shared
 	// between objects (see quantityHoldsDec): the map being decoded is
@@ -157,6 +160,18 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 		err = s.message(v, ptr, o.plan)
 	case opPtrMessage:
 		p := *(*unsafe.Pointer)(ptr)
+		if o.ptrShare == shareFields && s.bytes != nil {
+			if p == nil {
+				if raw, ok := fieldsRaw(v); ok {
+					*(*unsafe.Pointer)(ptr) = unsafe.Pointer(s.bytes.fieldsV1(raw))
+					break
+				}
+			} else { // the field again, merged into the first: never into a shared one
+				c := *(*metav1.FieldsV1)(p)
+				p = unsafe.Pointer(&c)
+				*(*unsafe.Pointer)(ptr) = p
+			}
+		}
 		if p == nil {
 			p = unsafe_New(o.elemType)
 			*(*unsafe.Pointer)(ptr) = p
@@ -170,6 +185,9 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 			err = malformed(err)
 		}
 	case opPtrUnmarshal:
+		if o.ptrShare == shareTime && s.times != nil {
+			return end, s.sharedTime(v, ptr)
+		}
 		p := *(*unsafe.Pointer)(ptr)
 		if p == nil {
 			p = unsafe_New(o.elemType)
@@ -511,6 +529,36 @@ func (in *interner) get(b []byte) string {
 	s := string(b)
 	in.slots[i], in.hit[i] = s, false
 	return s
+}
+
+// sharedTime decodes the metav1.Time v into the *metav1.Time at ptr: the
+// time table's for v's seconds, or a new one, which the table keeps. A
+// time already there (the field again) is decoded into a copy, never into
+// one objects share.
+func (s *state) sharedTime(v []byte, ptr unsafe.Pointer) error {
+	at := (**metav1.Time)(ptr)
+	if *at == nil {
+		p, sec, ok := s.times.time(v)
+		if p != nil {
+			*at = p
+			return nil
+		}
+		p = new(metav1.Time)
+		if err := p.Unmarshal(v); err != nil {
+			return malformed(err)
+		}
+		if ok {
+			s.times.remember(sec, p)
+		}
+		*at = p
+		return nil
+	}
+	c := **at
+	if err := c.Unmarshal(v); err != nil {
+		return malformed(err)
+	}
+	*at = &c
+	return nil
 }
 
 // sharedMap decodes the entries of the map field num, of any map type,

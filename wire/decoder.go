@@ -59,10 +59,11 @@ type Decoder[PP any] struct {
 	plan  *plan
 	elem  reflect.Type // P
 	json  reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
-	mu    sync.Mutex   // guards strs, maps, bytes, jsonMaps and scratch
+	mu    sync.Mutex   // guards strs, maps, bytes, times, jsonMaps and scratch
 	strs  *interner
 	maps  *mapTable
 	bytes *bytesTable // the FieldsV1 of managedFields, in protobuf and JSON
+	times *timeTable  // the times of managedFields (see share_ptr.go)
 	// jsonMaps shares the labels and annotations of JSON-decoded objects,
 	// at jsonMapOffsets in P: a table of its own, keyed otherwise.
 	jsonMaps       *mapTable
@@ -123,11 +124,12 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		if !opts.NoMapSharing {
 			d.maps = newMapTable()
 			d.bytes = newBytesTable()
+			d.times = new(timeTable)
 			d.jsonMaps = newMapTable()
 			d.jsonMaps.json = true
 			d.jsonMapOffsets = jsonMapFields(p)
 		}
-		d.share = &sharing{mu: &d.mu, strs: d.strs, bytes: d.bytes}
+		d.share = &sharing{mu: &d.mu, strs: d.strs, bytes: d.bytes, times: d.times}
 		if d.maps != nil {
 			d.share.maps = new([sharedMapSlots]sharedMapRef)
 			d.share.tables = []*mapTable{d.maps, d.jsonMaps}
@@ -201,7 +203,7 @@ func (d *Decoder[PP]) decodeInto(b []byte, p unsafe.Pointer, a *aliases) (err er
 	}()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, filter: d.opts.Annotations, alias: a, share: d.share}
+	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, times: d.times, filter: d.opts.Annotations, alias: a, share: d.share}
 	return s.message(b, p, d.plan)
 }
 

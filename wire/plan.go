@@ -41,6 +41,9 @@ type op struct {
 	kept   bool         // intern the strings of this field
 	annot  bool         // the annotations of a Meta
 	shared bool         // a []byte shared between objects with equal bytes (FieldsV1's)
+	// ptrShare: opPtrMessage, opPtrUnmarshal: a pointer shared between
+	// objects whose values are equal on the wire (see share_ptr.go).
+	ptrShare ptrShare
 
 	// Set by finish once the plan is built:
 	elemType unsafe.Pointer // the descriptor of typ.Elem(), for pointers and slices
@@ -295,8 +298,10 @@ func (pl *planner) same(t reflect.Type, path string) (*op, error) {
 			e.kind = opPtrScalar
 		case opMessage:
 			e.kind = opPtrMessage
+			e.ptrShare = ptrShareOf(t.Elem())
 		case opUnmarshal:
 			e.kind = opPtrUnmarshal
+			e.ptrShare = ptrShareOf(t.Elem())
 		default:
 			return nil, &MismatchError{path, "unsupported pointer type " + t.String()}
 		}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // mapSet is one set of a four-way set-associative table of maps made for
@@ -367,6 +368,9 @@ type bytesSlot struct {
 	run  string // the slice's bytes, the slice itself seen as a string
 	v    []byte
 	used uint64 // the clock at its last use; 0: empty
+	// fv is the FieldsV1 of v that objects share, made the first time
+	// one is decoded once v is here; nil until then (see fieldsV1).
+	fv *metav1.FieldsV1
 }
 
 const (
@@ -404,11 +408,18 @@ func (set *onceSet) seenBefore(h uint64) bool {
 // equal bytes recently, or a new copy, which it remembers if it has seen
 // the bytes once before. It is never nil.
 func (t *bytesTable) get(b []byte) []byte {
+	v, _ := t.getSlot(b)
+	return v
+}
+
+// getSlot is get, which also returns the slot that holds the slice it
+// returns, nil if none does.
+func (t *bytesTable) getSlot(b []byte) ([]byte, *bytesSlot) {
 	if len(b) == 0 {
-		return []byte{}
+		return []byte{}, nil
 	}
 	if len(b) > bytesMaxLen {
-		return cloneBytes(b)
+		return cloneBytes(b), nil
 	}
 	h := maphash.Bytes(t.seed, b)
 	set := &t.sets[h&(bytesSets-1)]
@@ -418,7 +429,7 @@ func (t *bytesTable) get(b []byte) []byte {
 		slot := &set.ways[w]
 		if slot.used != 0 && slot.run == string(b) {
 			slot.used = t.clock
-			return slot.v
+			return slot.v, slot
 		}
 		if slot.used < oldest.used {
 			oldest = slot
@@ -426,15 +437,15 @@ func (t *bytesTable) get(b []byte) []byte {
 	}
 	v := cloneBytes(b)
 	if !t.seenBefore(h | 1) { // never 0, which is none
-		return v
+		return v, nil
 	}
 	if t.held-len(oldest.v)+len(v) > bytesBudget {
-		return v
+		return v, nil
 	}
 	t.held += len(v) - len(oldest.v)
 	// The key is the copy itself, seen as a string: it is never written.
 	*oldest = bytesSlot{run: unsafe.String(unsafe.SliceData(v), len(v)), v: v, used: t.clock}
-	return v
+	return v, oldest
 }
 
 // cloneBytes returns a copy of b whose capacity is its length, so that an

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"hash/maphash"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -65,6 +66,9 @@ type sizeType struct {
 	stringMap bool
 	// fieldsRaw: FieldsV1.Raw, which a decoder may share.
 	fieldsRaw bool
+	// ptrShare: a pointer a decoder may share (*metav1.Time,
+	// *metav1.FieldsV1; see share_ptr.go).
+	ptrShare ptrShare
 	// scratch holds *mapScratch for the walks of a map of this type.
 	scratch *sync.Pool
 }
@@ -110,6 +114,7 @@ func buildSizePlan(t reflect.Type) *sizeType {
 			break
 		}
 		x.elem = buildSizePlan(t.Elem())
+		x.ptrShare = ptrShareOf(t.Elem())
 	case reflect.Slice:
 		x.elem = buildSizePlan(t.Elem())
 	case reflect.Array:
@@ -201,6 +206,9 @@ func (s *Sizer[T]) walk(x *sizeType, p unsafe.Pointer) int {
 		q := *(*unsafe.Pointer)(p)
 		if q == nil {
 			return 0
+		}
+		if x.ptrShare != shareNone && s.shares != nil && s.shares.holdsPtr(x.ptrShare, q) {
+			return 0 // counted once, by SharedBytes
 		}
 		return allocBytes(int(x.elem.size)) + s.walk(x.elem, q)
 	case reflect.Slice:
@@ -372,6 +380,7 @@ type sharing struct {
 	mu    *sync.Mutex
 	strs  *interner
 	bytes *bytesTable
+	times *timeTable
 	// tables are the decoder's map tables, whose sets and keys
 	// SharedBytes counts; the maps in them are counted by the objects
 	// that hold them, or in maps.
@@ -414,6 +423,18 @@ func sharedSlot(m unsafe.Pointer) uint64 {
 
 func samePtr(a, b map[string]string) bool {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+}
+
+// holdsPtr reports whether q, a pointer to the type what names, is one
+// the decoder's tables hold and objects share.
+func (sh *sharing) holdsPtr(what ptrShare, q unsafe.Pointer) bool {
+	switch what {
+	case shareTime:
+		return sh.times.holds((*metav1.Time)(q))
+	case shareFields:
+		return sh.bytes.holdsFieldsV1((*metav1.FieldsV1)(q))
+	}
+	return false
 }
 
 // holdsBytes reports whether b is a slice the decoder's FieldsV1 table
@@ -483,8 +504,14 @@ func (sh *sharing) heldBytes() int {
 		for i := range t.sets {
 			for _, w := range t.sets[i].ways {
 				n += allocBytes(cap(w.v))
+				if w.fv != nil {
+					n += allocBytes(int(unsafe.Sizeof(metav1.FieldsV1{})))
+				}
 			}
 		}
+	}
+	if sh.times != nil {
+		n += sh.times.heldBytes()
 	}
 	return n
 }
