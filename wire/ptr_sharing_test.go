@@ -167,11 +167,11 @@ func TestSizerSharedPointers(t *testing.T) {
 	own.ManagedFields[0] = third.ManagedFields[0]
 	tm := *third.ManagedFields[0].Time
 	own.ManagedFields[0].Time = &tm
-	own.ManagedFields[0].FieldsV1 = &metav1.FieldsV1{Raw: append([]byte(nil), third.ManagedFields[0].FieldsV1.Raw...)}
+	own.ManagedFields[0].FieldsV1 = metav1.NewFieldsV1(third.ManagedFields[0].FieldsV1.GetRawString())
 
 	sz := d.Sizer()
 	timeBytes := allocBytes(int(unsafe.Sizeof(metav1.Time{})))
-	fieldsBytes := allocBytes(int(unsafe.Sizeof(metav1.FieldsV1{}))) + allocBytes(len(own.ManagedFields[0].FieldsV1.Raw))
+	fieldsBytes := allocBytes(int(unsafe.Sizeof(metav1.FieldsV1{}))) + allocBytes(len(own.ManagedFields[0].FieldsV1.GetRawBytes()))
 	if got, want := sz.Size(third), sz.Size(&own)-timeBytes-fieldsBytes; got != want {
 		t.Errorf("Size of a Pod that shares its time and FieldsV1 = %d, want %d: %d less than with its own", got, want, timeBytes+fieldsBytes)
 	}
@@ -192,8 +192,7 @@ func TestSizerSharedPointers(t *testing.T) {
 	if want := timeBytes + allocBytes(int(unsafe.Sizeof(metav1.FieldsV1{}))); held != want {
 		t.Errorf("the tables hold %d B of shared times and FieldsV1, want %d: one of each", held, want)
 	}
-	if got := d.SharedBytes() - before; got < held+allocBytes(len(own.ManagedFields[0].FieldsV1.Raw)) {
+	if got := d.SharedBytes() - before; got < held+allocBytes(len(own.ManagedFields[0].FieldsV1.GetRawBytes())) {
 		t.Errorf("SharedBytes grew by %d, less than the %d B of the shared time and FieldsV1 with its bytes", got, held)
 	}
 }
-

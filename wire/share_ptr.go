@@ -146,20 +146,28 @@ func fieldsRaw(v []byte) ([]byte, bool) {
 func (t *bytesTable) fieldsV1(raw []byte) *metav1.FieldsV1 {
 	v, slot := t.getSlot(raw)
 	if slot == nil {
-		return &metav1.FieldsV1{Raw: v}
+		return newFieldsV1(v)
 	}
 	if slot.fv == nil {
-		slot.fv = &metav1.FieldsV1{Raw: v}
+		slot.fv = newFieldsV1(v)
 	}
 	return slot.fv
 }
 
+// newFieldsV1 returns a FieldsV1 of raw itself: NewFieldsV1 and
+// SetRawBytes would copy it.
+func newFieldsV1(raw []byte) *metav1.FieldsV1 {
+	//lint:ignore SA1019 the slice itself, shared or the object's own
+	return &metav1.FieldsV1{Raw: raw}
+}
+
 // holdsFieldsV1 reports whether f is a FieldsV1 the table shares.
 func (t *bytesTable) holdsFieldsV1(f *metav1.FieldsV1) bool {
-	if t == nil || len(f.Raw) == 0 || len(f.Raw) > bytesMaxLen {
+	raw := f.GetRawBytes()
+	if t == nil || len(raw) == 0 || len(raw) > bytesMaxLen {
 		return false
 	}
-	set := &t.sets[maphash.Bytes(t.seed, f.Raw)&(bytesSets-1)]
+	set := &t.sets[maphash.Bytes(t.seed, raw)&(bytesSets-1)]
 	for w := range set.ways {
 		if slot := &set.ways[w]; slot.used != 0 && slot.fv == f {
 			return true
