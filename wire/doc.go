@@ -23,6 +23,7 @@
 // errors of a callback (ListItems' each) are returned as they are.
 //
 // A Decoder is safe for concurrent use. Objects decoded with map sharing
-// (the default) share maps and managedFields' FieldsV1 bytes with other
+// (the default) share maps, managedFields' FieldsV1 bytes, and the
+// *metav1.Time and *metav1.FieldsV1 of managedFields entries with other
 // objects and must not be modified.
 package wire
