@@ -4,29 +4,10 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/typedkube/informer/internal/testobj"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// decodeLikeClientGo decodes msg with d and checks that the Pod is what
-// client-go's generated decoder makes of it.
-func decodeLikeClientGo(t *testing.T, d *Decoder[*corev1.Pod], msg []byte) *corev1.Pod {
-	t.Helper()
-	want := &corev1.Pod{}
-	if err := want.Unmarshal(msg); err != nil {
-		t.Fatal(err)
-	}
-	got, err := d.Protobuf(msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("differs from client-go's decoding (-want +got):\n%s", diff)
-	}
-	return got
-}
 
 // Versions of a Pod, as a watch delivers them, share the times of their
 // managedFields entries from the second version on, and their FieldsV1
@@ -57,9 +38,9 @@ func TestManagedFieldsPointersShared(t *testing.T) {
 	}
 	var got []*corev1.Pod
 	for _, msg := range versions {
-		got = append(got, decodeLikeClientGo(t, d, msg))
+		got = append(got, decodeBytesChecked(t, d, msg))
 	}
-	last := decodeLikeClientGo(t, d, marshalPod(t, changed))
+	last := decodeChecked(t, d, changed)
 	for e := range n {
 		if got[1].ManagedFields[e].Time != got[0].ManagedFields[e].Time || got[2].ManagedFields[e].Time != got[0].ManagedFields[e].Time {
 			t.Errorf("entry %d: the versions do not share their time", e)
@@ -82,7 +63,7 @@ func TestManagedFieldsPointersShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b, c := decodeLikeClientGo(t, off, versions[0]), decodeLikeClientGo(t, off, versions[1]), decodeLikeClientGo(t, off, versions[2])
+	a, b, c := decodeBytesChecked(t, off, versions[0]), decodeBytesChecked(t, off, versions[1]), decodeBytesChecked(t, off, versions[2])
 	if a.ManagedFields[0].Time == b.ManagedFields[0].Time || b.ManagedFields[0].FieldsV1 == c.ManagedFields[0].FieldsV1 {
 		t.Error("NoMapSharing: pointers shared")
 	}
@@ -103,7 +84,7 @@ func TestSharedPointersCopyOnWrite(t *testing.T) {
 	}}}
 	var held []*corev1.Pod
 	for range 3 {
-		held = append(held, decodeLikeClientGo(t, d, marshalPod(t, shared)))
+		held = append(held, decodeChecked(t, d, shared))
 	}
 	if held[1].ManagedFields[0].Time != held[2].ManagedFields[0].Time || held[1].ManagedFields[0].FieldsV1 != held[2].ManagedFields[0].FieldsV1 {
 		t.Fatal("the time and FieldsV1 of equal entries are not shared")
@@ -126,7 +107,7 @@ func TestSharedPointersCopyOnWrite(t *testing.T) {
 	entry = appendField(entry, 7, appendField(nil, 1, []byte(fields)))
 	entry = appendField(entry, 7, appendField(nil, 1, []byte(other)))
 	msg := appendField(nil, 1, appendField(appendField(nil, 1, []byte("b")), 17, entry))
-	merged := decodeLikeClientGo(t, d, msg)
+	merged := decodeBytesChecked(t, d, msg)
 	for i, p := range held {
 		if got := p.ManagedFields[0].Time; !got.Equal(&when) {
 			t.Errorf("Pod %d's time changed to %v", i, got)
@@ -155,7 +136,7 @@ func TestSizerSharedPointers(t *testing.T) {
 	before := d.SharedBytes()
 	var pods []*corev1.Pod
 	for range 3 {
-		pods = append(pods, decodeLikeClientGo(t, d, msg))
+		pods = append(pods, decodeBytesChecked(t, d, msg))
 	}
 	third := pods[2]
 	if pods[1].ManagedFields[0].FieldsV1 != third.ManagedFields[0].FieldsV1 || pods[1].ManagedFields[0].Time != pods[0].ManagedFields[0].Time {

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/binary"
-	"hash/maphash"
 	"reflect"
 	"unsafe"
 
@@ -161,17 +160,9 @@ func newFieldsV1(raw []byte) *metav1.FieldsV1 {
 	return &metav1.FieldsV1{Raw: raw}
 }
 
-// holdsFieldsV1 reports whether f is a FieldsV1 the table shares.
+// holdsFieldsV1 reports whether f is a FieldsV1 the table shares: the one
+// of the slot that holds its bytes.
 func (t *bytesTable) holdsFieldsV1(f *metav1.FieldsV1) bool {
-	raw := f.GetRawBytes()
-	if t == nil || len(raw) == 0 || len(raw) > bytesMaxLen {
-		return false
-	}
-	set := &t.sets[maphash.Bytes(t.seed, raw)&(bytesSets-1)]
-	for w := range set.ways {
-		if slot := &set.ways[w]; slot.used != 0 && slot.fv == f {
-			return true
-		}
-	}
-	return false
+	slot := t.holding(f.GetRawBytes())
+	return slot != nil && slot.fv == f
 }

@@ -440,17 +440,22 @@ func (sh *sharing) holdsPtr(what ptrShare, q unsafe.Pointer) bool {
 // holdsBytes reports whether b is a slice the decoder's FieldsV1 table
 // holds, which objects share.
 func (sh *sharing) holdsBytes(b []byte) bool {
-	t := sh.bytes
+	return sh.bytes.holding(b) != nil
+}
+
+// holding returns the slot of t that holds the very slice b, nil if none
+// does.
+func (t *bytesTable) holding(b []byte) *bytesSlot {
 	if t == nil || len(b) == 0 || len(b) > bytesMaxLen {
-		return false
+		return nil
 	}
 	set := &t.sets[maphash.Bytes(t.seed, b)&(bytesSets-1)]
 	for w := range set.ways {
 		if slot := &set.ways[w]; slot.used != 0 && len(slot.v) == len(b) && unsafe.SliceData(slot.v) == unsafe.SliceData(b) {
-			return true
+			return slot
 		}
 	}
-	return false
+	return nil
 }
 
 // holds reports whether s is the very string the table holds for its
