@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/typedkube/informer"
 	corev1 "k8s.io/api/core/v1"
@@ -144,7 +145,11 @@ func field(b []byte, num uint64) ([]byte, error) {
 }
 
 // floorWatcher is the floor of a watching informer: it lists, then watches from the list's
-// version, and calls onEvent for each frame whose event type counts says it counts.
+// version, and calls onEvent for each frame whose event type counts says it counts. As an
+// informer does, it watches again from the last resource version it saw when the server ends
+// the watch (it reads that version of each frame, a few fields deep, without decoding the
+// object), and lists again after an ERROR event (a version too old): a round would otherwise
+// miss every event after the end and wait out its timeout.
 func floorWatcher(ctx context.Context, cfg *rest.Config, resource, ns string, counts func(typ []byte) bool, onEvent func()) (stop func(), err error) {
 	rc, err := floorClient(cfg)
 	if err != nil {
@@ -160,13 +165,89 @@ func floorWatcher(ctx context.Context, cfg *rest.Config, resource, ns string, co
 		cancel()
 		return nil, err
 	}
-	done, _ := readFrames(body, func(typ []byte) bool {
-		if counts(typ) {
-			onEvent()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := []byte(rv) // reused: a version kept costs no allocation per event
+		for {
+			relist := false
+			_ = eachFrame(body, func(frame []byte) bool {
+				typ := eventType(frame)
+				if counts(typ) {
+					onEvent()
+				}
+				if string(typ) == "ERROR" {
+					relist = true
+					return false
+				}
+				if v, err := eventVersion(frame); err == nil {
+					last = append(last[:0], v...)
+				}
+				return true
+			})
+			for body = nil; body == nil; {
+				if relist {
+					if v, err := floorListVersion(ctx, rc, resource, ns); err == nil {
+						last, relist = append(last[:0], v...), false
+					}
+				}
+				if !relist {
+					body, _ = floorStream(ctx, rc, resource, ns, map[string]string{"resourceVersion": string(last)})
+				}
+				if body == nil { // the server refused: try again shortly, unless stopped
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(50 * time.Millisecond):
+					}
+				}
+			}
 		}
-		return true
-	})
+	}()
 	return func() { cancel(); <-done }, nil
+}
+
+// eventVersion returns the resource version of the object of the metav1.WatchEvent frame: its
+// field 2 (a RawExtension, whose field 1 holds the object's envelope: the k8s\x00 magic and a
+// runtime.Unknown, whose field 2 is the object), the object's field 1 (its ObjectMeta), and
+// that one's field 6.
+func eventVersion(frame []byte) ([]byte, error) {
+	ext, err := field(frame, 2)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := field(ext, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < 4 || string(raw[:4]) != "k8s\x00" {
+		return nil, fmt.Errorf("not a protobuf object")
+	}
+	obj, err := field(raw[4:], 2)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := field(obj, 1)
+	if err != nil {
+		return nil, err
+	}
+	return field(meta, 6)
+}
+
+// eachFrame reads the frames of body and calls each with every frame until it returns false or
+// the stream ends, and closes body; it returns the error that ended the stream, if each did not.
+func eachFrame(body io.ReadCloser, each func(frame []byte) bool) error {
+	defer body.Close()
+	fr := newFrameReader(body)
+	for {
+		frame, err := fr.next()
+		if err != nil {
+			return err
+		}
+		if !each(frame) {
+			return nil
+		}
+	}
 }
 
 // readFrames reads the frames of body in a goroutine of its own, and calls each with every
@@ -176,18 +257,7 @@ func readFrames(body io.ReadCloser, each func(typ []byte) bool) (done <-chan str
 	ch, failed := make(chan struct{}), new(error)
 	go func() {
 		defer close(ch)
-		defer body.Close()
-		fr := newFrameReader(body)
-		for {
-			frame, err := fr.next()
-			if err != nil {
-				*failed = err
-				return
-			}
-			if !each(eventType(frame)) {
-				return
-			}
-		}
+		*failed = eachFrame(body, func(frame []byte) bool { return each(eventType(frame)) })
 	}()
 	return ch, failed
 }
