@@ -331,7 +331,7 @@ func (c *Compact[PP]) SharedBytesOf(records iter.Seq[*Record]) int {
 	c.mu.Unlock()
 	dropped := make(map[*byte]struct{})
 	for r := range records {
-		for _, rf := range r.refs {
+		for rf := range r.eachRef {
 			if _, ok := inTable[rf.p]; ok {
 				continue
 			}

@@ -81,19 +81,20 @@ func (a *aliases) str(v []byte) (string, bool) {
 // segments of the encoding in dst, appended to segs[:0].
 func (r *Record) appendSegments(dst []byte, segs []segment) ([]byte, []segment) {
 	dst, segs = dst[:0], segs[:0]
-	own := unsafe.Pointer(unsafe.StringData(r.own))
+	ownBytes := r.own()
+	own := unsafe.Pointer(r.data)
 	from := 0
-	for _, rf := range r.refs {
+	for rf := range r.eachRef {
 		if at := int(rf.at); at > from {
-			dst = append(dst, r.own[from:at]...)
+			dst = append(dst, ownBytes[from:at]...)
 			segs = append(segs, segment{end: len(dst), p: unsafe.Add(own, from)})
 			from = at
 		}
 		dst = append(dst, unsafe.String(rf.p, rf.n)...)
 		segs = append(segs, segment{end: len(dst), p: unsafe.Pointer(rf.p)})
 	}
-	if from < len(r.own) {
-		dst = append(dst, r.own[from:]...)
+	if from < len(ownBytes) {
+		dst = append(dst, ownBytes[from:]...)
 		segs = append(segs, segment{end: len(dst), p: unsafe.Add(own, from)})
 	}
 	return dst, segs

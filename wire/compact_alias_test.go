@@ -20,10 +20,10 @@ func inRecord(r *Record, s string) bool {
 		b := uintptr(base)
 		return p >= b && p+uintptr(len(s)) <= b+uintptr(n)
 	}
-	if within(unsafe.Pointer(unsafe.StringData(r.own)), len(r.own)) {
+	if within(unsafe.Pointer(unsafe.StringData(r.own())), len(r.own())) {
 		return true
 	}
-	for _, rf := range r.refs {
+	for rf := range r.eachRef {
 		if within(unsafe.Pointer(rf.p), int(rf.n)) {
 			return true
 		}

@@ -3,7 +3,6 @@ package wire
 import (
 	"hash/maphash"
 	"math"
-	"slices"
 	"unsafe"
 )
 
@@ -32,7 +31,8 @@ import (
 // as a message, or a malformed one, costs the split some work and never a
 // wrong byte.
 const (
-	// minRun is the shortest value worth sharing: a ref costs 16 bytes.
+	// minRun is the shortest value worth sharing: a ref costs about 11
+	// bytes (refSize), and a run its own block.
 	minRun = 32
 	// maxSplitDepth is how deep the split looks for shared values: a
 	// Pod's container resources are at depth 3 (spec, containers,
@@ -218,10 +218,7 @@ func (s *splitter) record(src []byte, json bool) *Record {
 	s.value(0, len(src), 0)
 	s.gap(len(src))
 	s.own = append(s.own, src[s.from:]...)
-	r := &Record{own: string(s.own), size: uint32(len(src)), json: json}
-	if len(s.refs) > 0 {
-		r.refs = slices.Clone(s.refs)
-	}
+	r := newRecord(s.own, s.refs, len(src), json)
 	clear(s.refs) // drop the runs
 	s.src = nil
 	return r

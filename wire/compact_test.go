@@ -386,7 +386,8 @@ func TestSharedRunsValuesInOneSet(t *testing.T) {
 }
 
 // FuzzCompactSplit makes records of arbitrary bytes, as protobuf and as
-// JSON, two in turn through one table: each gives back its bytes.
+// JSON, two in turn through one table: each gives back its bytes, and its
+// own bytes and the runs it shares add up to them.
 func FuzzCompactSplit(f *testing.F) {
 	f.Add(marshalPod(f, benchPod(1)), marshalPod(f, benchPod(2)))
 	f.Add([]byte(`{"a":{"b":"0123456789012345678901234567890123456789"},"c":[1,2,{"d":"0123456789012345678901234567890123456789"}]}`),
@@ -399,6 +400,9 @@ func FuzzCompactSplit(f *testing.F) {
 				r := s.record(src, json)
 				if got := r.AppendTo(nil); !bytes.Equal(got, src) {
 					t.Fatalf("json=%v: record of %q gives back %q", json, src, got)
+				}
+				if _, shared := r.Shared(); r.Len() != len(src) || len(r.own())+shared != len(src) {
+					t.Fatalf("json=%v: record of %d bytes: Len %d, %d own and %d shared", json, len(src), r.Len(), len(r.own()), shared)
 				}
 			}
 		}
@@ -478,7 +482,7 @@ func TestCompactSharedBytesAfterReset(t *testing.T) {
 		distinct[unsafe.StringData(s)] = allocBytes(len(s))
 	}
 	for _, r := range recs {
-		for _, rf := range r.refs {
+		for rf := range r.eachRef {
 			distinct[rf.p] = allocBytes(int(rf.n))
 		}
 	}
@@ -613,7 +617,8 @@ func BenchmarkSharedBytesOf(b *testing.B) {
 				b.Fatal(err)
 			}
 			recs = append(recs, r)
-			refs += len(r.refs)
+			n, _ := r.Shared()
+			refs += n
 		}
 	}
 	if c.runs.resets == 0 {
