@@ -81,7 +81,7 @@ func newRecord(own []byte, refs []ref, size int, json bool) *Record {
 			data = binary.AppendUvarint(data, uint64(rf.n))
 			at = rf.at
 		}
-		r.data, r.dataLen = unsafe.SliceData(data), uint32(n)
+		r.data, r.dataLen = unsafe.SliceData(data), uint32(len(data))
 	}
 	if len(refs) > 0 {
 		runs := make([]*byte, len(refs))

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -765,5 +766,15 @@ func TestCompactSharesNearIdenticalValues(t *testing.T) {
 				t.Errorf("a record holds %d B on average, want at most %d", held/counted, tc.max)
 			}
 		})
+	}
+}
+
+// uvarintLen gives the length binary.AppendUvarint writes, which a
+// record's block is sized by.
+func TestUvarintLen(t *testing.T) {
+	for _, v := range []uint64{0, 1, 127, 128, 16383, 16384, 1<<21 - 1, 1 << 21, 1<<32 - 1, 1<<63 - 1, 1<<64 - 1} {
+		if got, want := uvarintLen(v), len(binary.AppendUvarint(nil, v)); got != want {
+			t.Errorf("uvarintLen(%d) = %d, want %d", v, got, want)
+		}
 	}
 }
