@@ -120,10 +120,10 @@ func (r *Record) eachRef(yield func(ref) bool) {
 	at := uint64(0)
 	for _, p := range runs {
 		d, k := binary.Uvarint(meta)
-		n, l := binary.Uvarint(meta[k:])
+		size, l := binary.Uvarint(meta[k:])
 		meta = meta[k+l:]
 		at += d
-		if !yield(ref{at: uint32(at), n: uint32(n), p: p}) {
+		if !yield(ref{at: uint32(at), n: uint32(size), p: p}) {
 			return
 		}
 	}

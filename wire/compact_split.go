@@ -115,27 +115,27 @@ func (t *sharedRuns) hash(v []byte) uint64 { return maphash.Bytes(t.seed, v) | 1
 func (t *sharedRuns) seenSet(h uint64) *onceSet { return &t.seen[h>>32&(seenSets-1)] }
 
 // share returns the shared run equal to v if v is one; otherwise it
-// remembers v as met, or says it was met before and how many times in all,
-// with the hash promote takes.
-func (t *sharedRuns) share(v []byte) (run string, h uint64, m meeting, met int) {
+// remembers v as met, or says it was met before, how many times in all and
+// when it is due to be looked at again, with the hash promote takes.
+func (t *sharedRuns) share(v []byte) (run string, h uint64, m meeting, a againCount) {
 	h = t.hash(v)
 	if s, ok := t.runs[h]; ok {
 		if s == string(v) {
-			return s, h, isSharedRun, 0
+			return s, h, isSharedRun, againCount{}
 		}
-		return "", h, metFirst, 1 // a different value with the same hash is not shared
+		return "", h, metFirst, againCount{met: 1} // a different value with the same hash is not shared
 	}
 	if a, ok := t.again[h]; ok {
 		if a.met < math.MaxUint8 {
 			a.met++
 			t.again[h] = a
 		}
-		return "", h, metAgain, int(a.met)
+		return "", h, metAgain, a
 	}
 	if !t.seenSet(h).seenBefore(h) {
-		return "", h, metFirst, 1
+		return "", h, metFirst, againCount{met: 1}
 	}
-	return "", h, metAgain, 2
+	return "", h, metAgain, againCount{met: 2}
 }
 
 // againCount is what the table knows of a value met again and not made a
@@ -159,10 +159,6 @@ func (t *sharedRuns) notPromoted(h uint64, met, due int) {
 	}
 	t.again[h] = a
 }
-
-// due returns the meeting before which the value of hash h is not looked
-// at again, 0 if none.
-func (t *sharedRuns) due(h uint64) int { return int(t.again[h].due) }
 
 // lookup returns the shared run equal to v, if there is one, and changes
 // nothing.
@@ -249,14 +245,14 @@ func (s *splitter) cut(start, end, depth int) bool {
 		}
 		return false
 	}
-	run, h, m, met := s.runs.share(v)
+	run, h, m, a := s.runs.share(v)
 	switch m {
 	case metFirst:
 		return false
 	case metAgain:
 		if depth < s.maxDepth {
-			if due := s.worthPromoting(h, start, end, depth, met); due != 0 {
-				s.runs.notPromoted(h, met, due)
+			if due := s.worthPromoting(start, end, depth, a); due != 0 {
+				s.runs.notPromoted(h, int(a.met), due)
 				return false
 			}
 		}
@@ -280,13 +276,13 @@ func (s *splitter) gap(end int) {
 	if len(v) < minRun {
 		return
 	}
-	run, h, m, met := s.runs.share(v)
+	run, h, m, a := s.runs.share(v)
 	switch m {
 	case metFirst:
 		return
 	case metAgain:
-		if met < gapPromoteAfter {
-			s.runs.notPromoted(h, met, 0)
+		if a.met < gapPromoteAfter {
+			s.runs.notPromoted(h, int(a.met), 0)
 			return
 		}
 		run = s.runs.promote(h, v)
@@ -306,9 +302,9 @@ func (s *splitter) coveredInside(start, end, depth int) (bytes, runs int) {
 	return bytes, runs
 }
 
-// worthPromoting returns 0 if the value src[start:end] of hash h, at
-// depth, met for the met-th time, is to be made a shared run now, and
-// otherwise the meeting before which it is not looked at again (-1: none;
+// worthPromoting returns 0 if the value src[start:end], at depth, met
+// again as a says, is to be made a shared run now, and otherwise the
+// meeting before which it is not looked at again (-1: none;
 // math.MaxUint8: never; see againCount). A value whose inside is not
 // mostly shared runs is made one at once. One that is (promoteMax) is a
 // second copy of those runs' bytes, which saves a record that shares it
@@ -321,9 +317,10 @@ func (s *splitter) coveredInside(start, end, depth int) (bytes, runs int) {
 // 139 a second over 20 ReplicaSets, a copy made at the eighth meeting
 // (promoteAfter, the rule until 2026-12-02) had 1 or 2 Pods left to share
 // it, and the copies held 3.4 MB.
-func (s *splitter) worthPromoting(h uint64, start, end, depth, met int) (due int) {
-	if due := s.runs.due(h); due == math.MaxUint8 || met < due {
-		return due
+func (s *splitter) worthPromoting(start, end, depth int, a againCount) (due int) {
+	met := int(a.met)
+	if a.due == math.MaxUint8 || met < int(a.due) {
+		return int(a.due)
 	}
 	covered, runs := s.coveredInside(start, end, depth)
 	n := end - start
