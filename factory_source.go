@@ -142,7 +142,7 @@ func source[T Object](f *Factory, r *apiResource, s *shared[T], o ForOptions[T],
 		if f.clients != nil || d == nil {
 			return h.client(f, r, sc, d)
 		}
-		return newWireListWatch(f, r.mapping, sc, h, d, raw)
+		return newWireListWatch(f, r.mapping, sc, h, d, raw, !s.compact)
 	}
 	if len(s.namespaces) == 1 {
 		return mk(scope{namespace: s.namespaces[0], tweak: s.requests})

@@ -28,7 +28,12 @@ const (
 	// (FactoryOptions.Wire), and on a relist an object whose namespace,
 	// name and resourceVersion, read from the bytes, match the cached
 	// object's is not decoded at all: the cached object is used, and its
-	// handlers' OnUpdate receives the same pointer twice. An informer with
+	// handlers' OnUpdate receives the same pointer twice. An update (a
+	// MODIFIED event) of an object whose last update the cache holds
+	// decodes only the top-level fields whose bytes changed, besides the
+	// metadata: a Pod whose status changed takes the cached Pod's spec,
+	// sharing what it points to (see wire.SourceOptions.Previous); not in
+	// a compact store. An informer with
 	// a transform (ForOptions.Transform, FactoryOptions.DefaultTransform, or
 	// one set with SetTransform before it runs) decodes every object, since
 	// its cached objects are the transform's output, and shares no maps
@@ -124,8 +129,10 @@ func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return lw.c
 
 // newWireListWatch returns a ListerWatcher of mapping's resource in sc,
 // decoding as d settles at its first request, and listing records with
-// compact, if not nil.
-func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope, h how[T], d *wireDecoding[T], compact *wire.Compact[T]) (ListerWatcher[T], error) {
+// compact, if not nil. When objects is set, the informer's store keeps
+// decoded objects (not a compact store's records), which an update may
+// share unchanged parts with (wire.SourceOptions.Previous).
+func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope, h how[T], d *wireDecoding[T], compact *wire.Compact[T], objects bool) (ListerWatcher[T], error) {
 	client, err := f.restClient(mapping, h.protobuf)
 	if err != nil {
 		return nil, err
@@ -147,6 +154,9 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 		dec, reuse := d.settle()
 		if reuse {
 			opts.Reuse = d.cached
+			if objects {
+				opts.Previous = d.previous
+			}
 			if compact != nil {
 				// The objects are the store's as decoded: their records
 				// are made of the watch's bytes.
@@ -246,6 +256,18 @@ func (d *wireDecoding[T]) settle() (*wire.Decoder[T], bool) {
 		}
 	})
 	return d.dec, d.reuse
+}
+
+// previous returns the cached object of ref's namespace and name, for an
+// update to share the parts it did not change.
+func (d *wireDecoding[T]) previous(ref wire.ObjectRef) (T, bool) {
+	inf := d.inf.Load()
+	if inf == nil {
+		var zero T
+		return zero, false
+	}
+	var buf [128]byte // the key, spelled on the stack for the lookup
+	return inf.GetIndexer().getKeyBytes(appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name))
 }
 
 // cached returns the cached object of ref's namespace and name, if it has

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/typedkube/informer/internal/fakeapi"
+	"github.com/typedkube/informer/internal/testobj"
 	"github.com/typedkube/informer/wire"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -425,6 +427,66 @@ func TestFactorySharedMapsWritten(t *testing.T) {
 			}
 			if n := pods.Stats().SharedMapsWritten; n != 1 {
 				t.Errorf("Stats().SharedMapsWritten = %d, want 1", n)
+			}
+		})
+	}
+}
+
+// An update shares the parts of the object (a Pod's spec, status) that its
+// bytes did not change with the cached object it replaces, once the cache
+// holds the object of the update before it; with a transform, or in a
+// compact store, it shares nothing. Each object equals the server's.
+func TestFactoryUpdateSharesUnchangedParts(t *testing.T) {
+	for _, mode := range []string{"default", "transform", "compact"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := newFakeAPI(t, podsResource)
+			pod := testobj.RealisticPod("ns", 0, 1)
+			create(t, srv, pod)
+			f := newTestFactory(t, srv, FactoryOptions{})
+			opts := ForOptions[*corev1.Pod]{Compact: mode == "compact"}
+			if mode == "transform" {
+				opts.Transform = func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }
+			}
+			pods, err := For(f, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type update struct{ old, obj *corev1.Pod }
+			updates := make(chan update, 8)
+			if _, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{UpdateFunc: func(old, obj *corev1.Pod) {
+				updates <- update{old, obj}
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			syncFactory(t, t.Context(), f)
+			for round := 1; round <= 4; round++ {
+				want := pod.DeepCopy()
+				want.Status.ContainerStatuses[0].RestartCount = int32(round)
+				if round == 3 {
+					want.Spec.ActiveDeadlineSeconds = ptrTo(int64(600)) // the spec changes too
+				}
+				if err := srv.Update(want); err != nil {
+					t.Fatal(err)
+				}
+				var u update
+				select {
+				case u = <-updates:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("round %d: no update", round)
+				}
+				want.ResourceVersion = u.obj.ResourceVersion // the server's
+				if diff := cmp.Diff(want, u.obj, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("round %d, -server +cached:\n%s", round, diff)
+				}
+				sharedSpec := &u.obj.Spec.Containers[0] == &u.old.Spec.Containers[0]
+				sharedStatus := &u.obj.Status.ContainerStatuses[0] == &u.old.Status.ContainerStatuses[0]
+				// Round 1 finds no parts remembered (the list does not
+				// remember them); round 3 changes the spec.
+				wantShared := mode == "default" && round != 1 && round != 3
+				if sharedSpec != wantShared || sharedStatus {
+					t.Errorf("round %d: spec shared with the replaced object %v, want %v; status shared %v, want false", round, sharedSpec, wantShared, sharedStatus)
+				}
+				pod = want
 			}
 		})
 	}

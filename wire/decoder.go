@@ -1,7 +1,7 @@
 package wire
 
 import (
-	"fmt"
+	"hash/maphash"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -78,6 +78,10 @@ type Decoder[PP any] struct {
 	// elemType is the descriptor of P, for allocating one.
 	elemType unsafe.Pointer
 	tname    string
+	// parts: P has parts an update may leave as they were (see parts.go),
+	// whose bytes are hashed with seed.
+	parts bool
+	seed  maphash.Seed
 }
 
 // NewDecoder checks that P mirrors T, where PP is *P and TP is *T, pointers
@@ -118,6 +122,7 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		finish(x)
 		d.plan = x
 		d.elemType = typeDescriptor(p)
+		d.parts, d.seed = hasParts(x), maphash.MakeSeed()
 	}
 	if !opts.NoSharing {
 		d.strs = newInterner()
@@ -148,6 +153,9 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 // cast returns the object at p as a PP.
 func cast[PP any](p unsafe.Pointer) PP { return *(*PP)(unsafe.Pointer(&p)) }
 
+// pointerOf returns the address p points to: cast's inverse.
+func pointerOf[PP any](p PP) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
+
 // Protobuf decodes the bare protobuf message of a T (no envelope) into a
 // new P.
 func (d *Decoder[PP]) Protobuf(b []byte) (PP, error) {
@@ -167,7 +175,7 @@ func (d *Decoder[PP]) Protobuf(b []byte) (PP, error) {
 // protobuf does: scalars are replaced, repeated fields and maps added to.
 // It panics if p is nil, a programming error, rather than write through it.
 func (d *Decoder[PP]) ProtobufInto(b []byte, p PP) error {
-	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&p))
+	ptr := pointerOf(p)
 	if ptr == nil {
 		panic("wire: ProtobufInto a nil " + reflect.PointerTo(d.elem).String())
 	}
@@ -192,19 +200,8 @@ func (d *Decoder[PP]) record(b []byte, a *aliases) (PP, error) {
 
 // decodeInto decodes b into the P at p; with a, strings alias the memory
 // a maps b to, where they can.
-func (d *Decoder[PP]) decodeInto(b []byte, p unsafe.Pointer, a *aliases) (err error) {
-	if d.plan == nil {
-		return &DecodeError{Err: fmt.Errorf("%w: %s has no protobuf encoding", ErrMalformed, d.tname)}
-	}
-	defer func() {
-		if r := recover(); r != nil { // a type's own Unmarshal that panics
-			err = &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformed, r)}
-		}
-	}()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, times: d.times, filter: d.opts.Annotations, alias: a, share: d.share}
-	return s.message(b, p, d.plan)
+func (d *Decoder[PP]) decodeInto(b []byte, p unsafe.Pointer, a *aliases) error {
+	return d.decodeAround(b, p, a, nil, nil)
 }
 
 // JSON decodes the JSON encoding of a T into a new P, with the decoder the

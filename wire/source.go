@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,6 +49,16 @@ type SourceOptions[PP any] struct {
 	// takes them (Compact.Offer), to make the object's record of the bytes
 	// instead of encoding the object again.
 	Decoded func(obj PP, b []byte)
+	// Previous, when set, returns the cached object of ref's namespace and
+	// name, whatever its resourceVersion. A MODIFIED event of a protobuf
+	// watch then decodes its object without the parts (top-level message
+	// fields other than the metadata, such as a Pod's spec and status)
+	// whose bytes are those the cached object was decoded from, when that
+	// object is the one the Source decoded from the previous MODIFIED
+	// event: the new object takes the cached object's values of those
+	// fields, sharing what they point to (see parts.go). The cached
+	// objects must be as the Source decoded them: no transform.
+	Previous func(ref ObjectRef) (PP, bool)
 }
 
 // Source lists and watches one resource through a REST client, decoding
@@ -58,13 +69,18 @@ type Source[PP any] struct {
 	namespace string
 	dec       *Decoder[PP]
 	opts      SourceOptions[PP]
+	parts     *partsTable // with Previous, for a P that has parts
 }
 
 // NewSource returns the Source of resource (such as "pods") in namespace
 // ("" for all namespaces, or a cluster-scoped resource) through client, a
 // REST client for the resource's group and version.
 func NewSource[PP any](client rest.Interface, resource, namespace string, dec *Decoder[PP], opts SourceOptions[PP]) *Source[PP] {
-	return &Source[PP]{client: client, resource: resource, namespace: namespace, dec: dec, opts: opts}
+	s := &Source[PP]{client: client, resource: resource, namespace: namespace, dec: dec, opts: opts}
+	if opts.Previous != nil && dec.parts {
+		s.parts = newPartsTable()
+	}
+	return s
 }
 
 const (
@@ -103,6 +119,7 @@ func (s *Source[PP]) request(opts *metav1.ListOptions) *rest.Request {
 // List lists one page: its objects and its list metadata. A protobuf
 // response is decoded as it arrives, item by item, never held whole.
 func (s *Source[PP]) List(ctx context.Context, opts metav1.ListOptions) ([]PP, metav1.ListMeta, error) {
+	s.listing(opts)
 	stream, err := s.request(&opts).Stream(ctx)
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
@@ -151,6 +168,51 @@ func (s *Source[PP]) listJSON(r io.Reader) ([]PP, metav1.ListMeta, error) {
 	return items, list.Metadata, nil
 }
 
+// listing drops what the Source remembers of the objects' parts when a
+// request lists them anew: the first page of a list, or a watch that sends
+// the initial events.
+func (s *Source[PP]) listing(opts metav1.ListOptions) {
+	if s.parts == nil {
+		return
+	}
+	if !opts.Watch && opts.Continue == "" || opts.Watch && opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		s.parts.clear()
+	}
+}
+
+// modified decodes the bare protobuf message of a MODIFIED event's object,
+// without the parts it has as the cached object had them (see parts.go).
+func (s *Source[PP]) modified(b []byte) (PP, error) {
+	ref, err := PeekProtobufMeta(b)
+	if err != nil {
+		return s.dec.Protobuf(b) // which says what is wrong
+	}
+	var buf [128]byte
+	key := appendRefKey(buf[:0], ref)
+	var prev unsafe.Pointer
+	var old *parts
+	if e, ok := s.parts.get(key); ok {
+		if obj, ok := s.opts.Previous(ref); ok && pointerOf(obj) == e.obj {
+			prev, old = e.obj, &e.parts
+		}
+	}
+	p, ps, err := s.dec.protobufParts(b, prev, old)
+	if err != nil {
+		s.parts.forget(key)
+		return p, err
+	}
+	s.parts.put(key, pointerOf(p), ps)
+	return p, nil
+}
+
+// deleted forgets the parts of a DELETED event's object.
+func (s *Source[PP]) deleted(b []byte) {
+	if ref, err := PeekProtobufMeta(b); err == nil {
+		var buf [128]byte
+		s.parts.forget(appendRefKey(buf[:0], ref))
+	}
+}
+
 // object decodes the bare protobuf message of one object, or reuses the
 // cached one (reused is then true).
 func (s *Source[PP]) object(b []byte, reuse bool) (p PP, reused bool, err error) {
@@ -176,6 +238,7 @@ func (s *Source[PP]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.
 		return nil, fmt.Errorf("wire: %T is not a runtime.Object: embed a wire.Meta", zero)
 	}
 	opts.Watch = true
+	s.listing(opts)
 	var enc streamEncoding
 	body, err := s.request(&opts).Stream(withEncoding(ctx, &enc))
 	if err != nil {
@@ -238,7 +301,17 @@ func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
 	if err := knownEventType(et); err != nil {
 		return "", nil, err
 	}
-	p, reused, err := d.s.object(raw, et == watch.Added)
+	var p PP
+	var reused bool
+	switch {
+	case et == watch.Modified && d.s.parts != nil:
+		p, err = d.s.modified(raw)
+	default:
+		if et == watch.Deleted && d.s.parts != nil {
+			d.s.deleted(raw)
+		}
+		p, reused, err = d.s.object(raw, et == watch.Added)
+	}
 	if err != nil {
 		return "", nil, fmt.Errorf("watch event %s: %w", typ, err)
 	}

@@ -1,0 +1,252 @@
+package wire
+
+import (
+	"fmt"
+	"hash/maphash"
+	"reflect"
+	"sync"
+	"unsafe"
+)
+
+// Most watch events of a busy resource change a small part of an object:
+// a kubelet reports a Pod's status, and the Pod's spec, often most of its
+// bytes besides its managedFields, comes again as it was. A Source with
+// SourceOptions.Previous decodes such an update without its unchanged
+// parts. A part is a top-level field of the object that holds one message
+// and is not its metadata (a Pod's spec and status); for each object a
+// MODIFIED event brought, the Source remembers the object it decoded and
+// the hash of each part's bytes. When the next MODIFIED event of that
+// object comes while the cache still holds that very object (Previous
+// returns it), a part whose bytes hash as before is not decoded: the new
+// object takes the cached object's value of the field, sharing what it
+// points to, as a relist shares a whole unchanged object. The metadata,
+// whose resourceVersion changes with every event, is always decoded.
+
+// maxParts is the number of parts of an object the Source remembers; a
+// further one is decoded every time.
+const maxParts = 3
+
+// part is the hash of the bytes of one part of an object: its field
+// number, the length of its value, and the value's hash.
+type part struct {
+	num  int32
+	n    uint32
+	hash uint64
+}
+
+// parts are the parts of one object, in the order of its bytes; an
+// unused one has num 0.
+type parts [maxParts]part
+
+// reuses reports whether old has p's part, hashed alike.
+func (old *parts) reuses(p part) bool {
+	for _, q := range old {
+		if q.num == p.num {
+			return q == p
+		}
+	}
+	return false
+}
+
+// hasParts reports whether objects decoded with x have any part: a
+// message field at the top level other than their metadata.
+func hasParts(x *plan) bool {
+	for _, o := range x.byNum {
+		if isPart(o) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPart reports whether the field of o is a part.
+func isPart(o *op) bool {
+	return o != nil && (o.kind == opMessage || o.kind == opPtrMessage) && !o.plan.meta
+}
+
+// span is where a part's field lies in an object's bytes, tag included.
+type span struct{ start, end int }
+
+// scanParts reads the top-level fields of b and returns the parts it has,
+// with their spans, or false if it cannot tell them: bytes it cannot
+// read, which the decoder then reports, or a part that comes twice
+// (protobuf merges the two, which a copied value would not).
+func (d *Decoder[PP]) scanParts(b []byte) (ps parts, spans [maxParts]span, ok bool) {
+	np := 0
+	for i := 0; i < len(b); {
+		num, typ, next, err := tag(b, i)
+		if err != nil {
+			return ps, spans, false
+		}
+		end, err := skip(b, next, typ)
+		if err != nil {
+			return ps, spans, false
+		}
+		if o := d.plan.lookup(num); isPart(o) && typ == wireBytes {
+			for _, p := range ps[:np] {
+				if p.num == num {
+					return ps, spans, false
+				}
+			}
+			if np < maxParts {
+				val, _, err := lengthDelimited(b, next)
+				if err != nil {
+					return ps, spans, false
+				}
+				ps[np] = part{num: num, n: uint32(end - val), hash: maphash.Bytes(d.seed, b[val:end])}
+				spans[np] = span{i, end}
+				np++
+			}
+		}
+		i = end
+	}
+	return ps, spans, true
+}
+
+// protobufParts decodes the bare protobuf message b into a new P, as
+// Protobuf does, and returns the hashes of its parts. When prev, a P
+// decoded by d from bytes whose parts hashed as old, is not nil, a part of
+// b that hashes as its namesake in old is not decoded: the new P's field
+// is a copy of prev's.
+func (d *Decoder[PP]) protobufParts(b []byte, prev unsafe.Pointer, old *parts) (PP, parts, error) {
+	if d.plan == nil || !d.parts {
+		p, err := d.Protobuf(b)
+		return p, parts{}, err
+	}
+	ps, spans, ok := d.scanParts(b)
+	if !ok {
+		p, err := d.Protobuf(b)
+		return p, parts{}, err
+	}
+	var reused [maxParts]bool
+	some := false
+	if prev != nil && old != nil {
+		for i, p := range ps {
+			if p.num != 0 && old.reuses(p) {
+				reused[i], some = true, true
+			}
+		}
+	}
+	if !some {
+		p, err := d.Protobuf(b)
+		return p, ps, err
+	}
+	var zero PP
+	p := unsafe_New(d.elemType)
+	if err := d.decodeAround(b, p, nil, &spans, &reused); err != nil {
+		return zero, parts{}, err
+	}
+	for i, r := range reused {
+		if r {
+			o := d.plan.lookup(ps[i].num)
+			reflect.NewAt(o.typ, at(p, o.off)).Elem().Set(reflect.NewAt(o.typ, at(prev, o.off)).Elem())
+		}
+	}
+	return cast[PP](p), ps, nil
+}
+
+// decodeAround decodes b into the P at p, but for the spans of the parts
+// reused says are not to be decoded (nil: all of b); with a, strings alias
+// the memory a maps b to, where they can. The fields of a message are
+// independent, so the bytes between those spans decode as parts of one
+// message.
+func (d *Decoder[PP]) decodeAround(b []byte, p unsafe.Pointer, a *aliases, spans *[maxParts]span, reused *[maxParts]bool) (err error) {
+	if d.plan == nil {
+		return &DecodeError{Err: fmt.Errorf("%w: %s has no protobuf encoding", ErrMalformed, d.tname)}
+	}
+	defer func() {
+		if r := recover(); r != nil { // a type's own Unmarshal that panics
+			err = &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformed, r)}
+		}
+	}()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, times: d.times, filter: d.opts.Annotations, alias: a, share: d.share}
+	from := 0
+	if reused != nil {
+		for i, sp := range spans {
+			if !reused[i] {
+				continue
+			}
+			if err := s.message(b[from:sp.start], p, d.plan); err != nil {
+				return err
+			}
+			from = sp.end
+		}
+	}
+	return s.message(b[from:], p, d.plan)
+}
+
+// partsTable is what a Source remembers of the objects MODIFIED events
+// brought: by key (namespace/name), the object it decoded last and the
+// hashes of its parts. An entry holds its object, which is the cached one
+// until the next update or delete; a DELETED event drops the entry, and a
+// new list or watch-list start drops them all, so that an object deleted
+// while no watch ran is not held past the next list.
+type partsTable struct {
+	mu sync.Mutex
+	m  map[string]*partsEntry
+}
+
+type partsEntry struct {
+	obj   unsafe.Pointer // the P decoded from the bytes parts hashed
+	parts parts
+}
+
+func newPartsTable() *partsTable { return &partsTable{m: map[string]*partsEntry{}} }
+
+// get returns the entry of key, a copy, and whether there is one.
+func (t *partsTable) get(key []byte) (partsEntry, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.m[string(key)]
+	if !ok {
+		return partsEntry{}, false
+	}
+	return *e, true
+}
+
+// put records obj and its parts under key; an object without parts is
+// forgotten instead.
+func (t *partsTable) put(key []byte, obj unsafe.Pointer, ps parts) {
+	if ps[0].num == 0 {
+		t.forget(key)
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.m[string(key)]; ok {
+		e.obj, e.parts = obj, ps
+		return
+	}
+	t.m[string(key)] = &partsEntry{obj: obj, parts: ps}
+}
+
+// forget drops the entry of key.
+func (t *partsTable) forget(key []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, string(key))
+}
+
+// clear drops every entry.
+func (t *partsTable) clear() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(t.m)
+}
+
+// len returns the number of entries.
+func (t *partsTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// appendRefKey appends the key of ref (namespace/name, or name) to dst.
+func appendRefKey(dst []byte, ref ObjectRef) []byte {
+	if len(ref.Namespace) > 0 {
+		dst = append(append(dst, ref.Namespace...), '/')
+	}
+	return append(dst, ref.Name...)
+}

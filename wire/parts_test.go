@@ -1,0 +1,372 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/typedkube/informer/internal/testobj"
+)
+
+// upstreamPod is client-go's decoding of b.
+func upstreamPod(t testing.TB, b []byte) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := p.Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// An update decoded with the parts of the object before it equals
+// client-go's decoding of its bytes, and shares the parts whose bytes did
+// not change with the object before it, and no other.
+func TestProtobufPartsReusesUnchangedParts(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.parts {
+		t.Fatal("a Pod has no parts")
+	}
+	base := testobj.RealisticPod("ns", 3, 2)
+	status := func(p *corev1.Pod) {
+		p.Status.Conditions[0].LastTransitionTime = metav1.Unix(1_800_000_000, 0)
+		p.Status.ContainerStatuses[0].RestartCount++
+	}
+	spec := func(p *corev1.Pod) { p.Spec.Containers[0].Image += "-2" }
+	meta := func(p *corev1.Pod) { p.Labels = map[string]string{"new": "label"} }
+	for _, tc := range []struct {
+		name                   string
+		change                 []func(*corev1.Pod)
+		sameSpec, sameStatus   bool
+		noPrevious, wrongParts bool
+	}{
+		{name: "status", change: []func(*corev1.Pod){status}, sameSpec: true},
+		{name: "spec", change: []func(*corev1.Pod){spec}, sameStatus: true},
+		{name: "metadata", change: []func(*corev1.Pod){meta}, sameSpec: true, sameStatus: true},
+		{name: "all", change: []func(*corev1.Pod){meta, spec, status}},
+		{name: "none", sameSpec: true, sameStatus: true},
+		{name: "no previous object", change: []func(*corev1.Pod){status}, noPrevious: true},
+		{name: "parts of another object", change: []func(*corev1.Pod){status}, wrongParts: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b1 := marshalPod(t, base)
+			p1, ps1, err := d.protobufParts(b1, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ps1[0].num != 2 || ps1[1].num != 3 || ps1[2].num != 0 {
+				t.Fatalf("parts of a Pod: %+v, want spec (2) and status (3)", ps1)
+			}
+			next := base.DeepCopy()
+			next.ResourceVersion += "1"
+			for _, f := range tc.change {
+				f(next)
+			}
+			b2 := marshalPod(t, next)
+			prev, old := pointerOf(p1), &ps1
+			switch {
+			case tc.noPrevious:
+				prev = nil
+			case tc.wrongParts:
+				other := ps1
+				other[0].hash++
+				other[1].hash++
+				old = &other
+			}
+			p2, ps2, err := d.protobufParts(b2, prev, old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(upstreamPod(t, b2), p2); diff != "" {
+				t.Fatalf("decoded with parts, -client-go +ours:\n%s", diff)
+			}
+			if want, _, _ := d.scanParts(b2); ps2 != want {
+				t.Errorf("parts %+v, want those of its bytes %+v", ps2, want)
+			}
+			sameSpec := &p2.Spec.Containers[0] == &p1.Spec.Containers[0]
+			sameStatus := &p2.Status.Conditions[0] == &p1.Status.Conditions[0]
+			if sameSpec != tc.sameSpec || sameStatus != tc.sameStatus {
+				t.Errorf("spec shared with the object before: %v, want %v; status: %v, want %v", sameSpec, tc.sameSpec, sameStatus, tc.sameStatus)
+			}
+			if &p2.ObjectMeta == &p1.ObjectMeta || p2.ResourceVersion != next.ResourceVersion {
+				t.Error("the metadata was not decoded")
+			}
+		})
+	}
+}
+
+// A part that comes twice is merged, as protobuf merges it; the object
+// then has no parts, and an update of it reuses none.
+func TestProtobufPartsTwice(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := testobj.RealisticPod("ns", 1, 1)
+	b := marshalPod(t, base)
+	extra := marshalPod(t, &corev1.Pod{Spec: corev1.PodSpec{NodeName: "elsewhere", Containers: []corev1.Container{{Name: "more"}}}})
+	twice := append(bytes.Clone(b), extra...) // a second spec (field 2), merged into the first
+	p1, ps1, err := d.protobufParts(b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, ps2, err := d.protobufParts(twice, pointerOf(p1), &ps1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(upstreamPod(t, twice), p2); diff != "" {
+		t.Fatalf("-client-go +ours:\n%s", diff)
+	}
+	if ps2 != (parts{}) {
+		t.Errorf("parts of a message with its spec twice: %+v, want none", ps2)
+	}
+	if &p2.Spec.Containers[0] == &p1.Spec.Containers[0] {
+		t.Error("the merged spec is shared with the object before")
+	}
+}
+
+// Types without parts (a ConfigMap's fields besides its metadata are maps
+// and scalars) are decoded as ever, and a Source keeps no table for them.
+func TestProtobufPartsNone(t *testing.T) {
+	d, err := NewDecoder[*corev1.ConfigMap, *corev1.ConfigMap](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.parts {
+		t.Fatal("a ConfigMap has parts")
+	}
+	src := NewSource(nil, "configmaps", "", d, SourceOptions[*corev1.ConfigMap]{
+		Previous: func(ObjectRef) (*corev1.ConfigMap, bool) { return nil, false },
+	})
+	if src.parts != nil {
+		t.Error("a Source of ConfigMaps keeps a table of parts")
+	}
+}
+
+// podFrame is the frame of a watch event of p.
+func podFrame(t testing.TB, typ watch.EventType, p *corev1.Pod) []byte {
+	t.Helper()
+	u, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Pod"}, Raw: marshalPod(t, p)}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := (&metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: append([]byte("k8s\x00"), u...)}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(ev))), ev...)
+}
+
+// A Source with Previous shares a MODIFIED event's unchanged parts with
+// the cached object when that object is the one it decoded from the
+// previous MODIFIED event, and only then; DELETED forgets the object, and
+// a list forgets them all.
+func TestSourcePrevious(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := map[string]*corev1.Pod{}
+	src := NewSource(nil, "pods", "", d, SourceOptions[*corev1.Pod]{
+		Previous: func(ref ObjectRef) (*corev1.Pod, bool) {
+			p, ok := cache[string(ref.Namespace)+"/"+string(ref.Name)]
+			return p, ok
+		},
+	})
+	a := testobj.RealisticPod("ns", 0, 1)
+	b := testobj.RealisticPod("ns", 1, 1)
+	version := func(p *corev1.Pod, rv string) *corev1.Pod {
+		p = p.DeepCopy()
+		p.ResourceVersion = rv
+		p.Status.ContainerStatuses[0].RestartCount++
+		return p
+	}
+	type step struct {
+		typ    watch.EventType
+		pod    *corev1.Pod
+		cache  bool // the cache takes the event's object
+		shared bool // the object shares its spec with the cached one
+	}
+	run := func(t *testing.T, steps []step) {
+		t.Helper()
+		var stream []byte
+		for _, s := range steps {
+			stream = append(stream, podFrame(t, s.typ, s.pod)...)
+		}
+		ed := newEventDecoder(src, io.NopCloser(bytes.NewReader(stream)))
+		for i, s := range steps {
+			_, obj, err := ed.Decode()
+			if err != nil {
+				t.Fatalf("event %d: %v", i, err)
+			}
+			p := obj.(*corev1.Pod)
+			if diff := cmp.Diff(upstreamPod(t, marshalPod(t, s.pod)), p); diff != "" {
+				t.Fatalf("event %d, -client-go +ours:\n%s", i, diff)
+			}
+			key := p.Namespace + "/" + p.Name
+			if c := cache[key]; c != nil && s.typ == watch.Modified {
+				if shared := &p.Spec.Containers[0] == &c.Spec.Containers[0]; shared != s.shared {
+					t.Errorf("event %d (%s %s): spec shared with the cached object: %v, want %v", i, s.typ, key, shared, s.shared)
+				}
+			}
+			switch {
+			case s.typ == watch.Deleted:
+				delete(cache, key)
+			case s.cache:
+				cache[key] = p
+			}
+		}
+		if _, _, err := ed.Decode(); !errors.Is(err, io.EOF) {
+			t.Fatalf("after the events: %v", err)
+		}
+	}
+	run(t, []step{
+		{typ: watch.Added, pod: a, cache: true},
+		{typ: watch.Added, pod: b, cache: true},
+		{typ: watch.Modified, pod: version(a, "2"), cache: true},               // no parts known yet
+		{typ: watch.Modified, pod: version(a, "3"), cache: true, shared: true}, // the cache has the object of "2"
+		{typ: watch.Modified, pod: version(a, "4"), shared: true},              // the cache keeps "3", as if not yet applied
+		{typ: watch.Modified, pod: version(a, "5"), cache: true},               // the cache has "3", the table "4"
+		{typ: watch.Modified, pod: version(b, "6"), cache: true},
+		{typ: watch.Modified, pod: version(b, "7"), cache: true, shared: true},
+		{typ: watch.Deleted, pod: version(b, "8")},
+	})
+	if n := src.parts.len(); n != 1 {
+		t.Fatalf("%d objects remembered after DELETED, want 1", n)
+	}
+	src.listing(metav1.ListOptions{Continue: "next"})
+	if n := src.parts.len(); n != 1 {
+		t.Fatalf("%d objects remembered after a list's later page, want 1", n)
+	}
+	src.listing(metav1.ListOptions{Watch: true})
+	if n := src.parts.len(); n != 1 {
+		t.Fatalf("%d objects remembered after a watch, want 1", n)
+	}
+	src.listing(metav1.ListOptions{})
+	if n := src.parts.len(); n != 0 {
+		t.Fatalf("%d objects remembered after a list, want 0", n)
+	}
+	run(t, []step{{typ: watch.Modified, pod: version(a, "9"), cache: true}}) // forgotten: decoded whole
+	yes := true
+	src.listing(metav1.ListOptions{Watch: true, SendInitialEvents: &yes})
+	if n := src.parts.len(); n != 0 {
+		t.Fatalf("%d objects remembered after a watch-list start, want 0", n)
+	}
+}
+
+// FuzzProtobufParts decodes a, then b with a's parts: the result is the
+// decoder's own decoding of b, whichever parts it took from a. The
+// decoder's decoding is held to client-go's by FuzzDecodeProtobuf.
+func FuzzProtobufParts(f *testing.F) {
+	for i := range 3 {
+		pod := benchPod(i)
+		b := marshalPod(f, pod)
+		next := pod.DeepCopy()
+		next.Status.Phase = corev1.PodRunning
+		f.Add(b, marshalPod(f, next))
+		next.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+		f.Add(b, marshalPod(f, next))
+		f.Add(b, append(bytes.Clone(b), b...))
+	}
+	pod := testobj.RealisticPod("ns", 0, 1)
+	next := pod.DeepCopy()
+	next.Status.ContainerStatuses[0].RestartCount = 7
+	f.Add(marshalPod(f, pod), marshalPod(f, next))
+	f.Add([]byte{0x12, 0x00}, []byte{0x12, 0x00, 0x1a, 0x00})
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		pa, psa, err := d.protobufParts(a, nil, nil)
+		if err != nil {
+			return
+		}
+		if want, _, ok := d.scanParts(a); ok && psa != want || !ok && psa != (parts{}) {
+			t.Fatalf("parts of a: %+v, scanned %+v (%v)", psa, want, ok)
+		}
+		got, _, err := d.protobufParts(b, pointerOf(pa), &psa)
+		want, werr := d.Protobuf(b)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("with parts: %v; whole: %v", err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("-whole +with parts:\n%s", diff)
+		}
+	})
+}
+
+// The fuzz target's check on seeded mutations of a realistic Pod and its
+// update: byte changes, cuts and repeats anywhere, in both the object and
+// the update, so that lengths, tags and parts' bytes all break somewhere.
+func TestProtobufPartsMutations(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testobj.RealisticPod("ns", 0, 1)
+	next := pod.DeepCopy()
+	next.Status.ContainerStatuses[0].RestartCount = 7
+	a0, b0 := marshalPod(t, pod), marshalPod(t, next)
+	r := rand.New(rand.NewPCG(37, 38))
+	mutate := func(b []byte) []byte {
+		b = bytes.Clone(b)
+		switch r.IntN(4) {
+		case 0: // leave it
+		case 1:
+			for range 1 + r.IntN(3) {
+				b[r.IntN(len(b))] = byte(r.IntN(256))
+			}
+		case 2:
+			b = b[:r.IntN(len(b))]
+		case 3:
+			i := r.IntN(len(b))
+			b = append(b[:i:i], b[r.IntN(len(b)):]...)
+		}
+		return b
+	}
+	n := 2000
+	if testing.Short() || raceEnabled {
+		n = 300
+	}
+	var reusedSome int
+	for i := range n {
+		a, b := mutate(a0), mutate(b0)
+		pa, psa, err := d.protobufParts(a, nil, nil)
+		if err != nil {
+			continue
+		}
+		got, _, err := d.protobufParts(b, pointerOf(pa), &psa)
+		want, werr := d.Protobuf(b)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("mutation %d: with parts: %v; whole: %v", i, err, werr)
+		}
+		if err != nil {
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("mutation %d, -whole +with parts:\n%s", i, diff)
+		}
+		if len(got.Spec.Containers) > 0 && len(pa.Spec.Containers) > 0 && &got.Spec.Containers[0] == &pa.Spec.Containers[0] {
+			reusedSome++
+		}
+	}
+	if reusedSome == 0 {
+		t.Error("no mutation reused a part")
+	}
+}
