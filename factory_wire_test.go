@@ -434,15 +434,16 @@ func TestFactorySharedMapsWritten(t *testing.T) {
 
 // An update shares the parts of the object (a Pod's spec, status) that its
 // bytes did not change with the cached object it replaces, once the cache
-// holds the object of the update before it; with a transform, or in a
-// compact store, it shares nothing. Each object equals the server's.
+// holds the object of the update before it; with a transform, in a
+// compact store, or with Wire.NoPartReuse, it shares nothing. Each object
+// equals the server's.
 func TestFactoryUpdateSharesUnchangedParts(t *testing.T) {
-	for _, mode := range []string{"default", "transform", "compact"} {
+	for _, mode := range []string{"default", "transform", "compact", "nopartreuse"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := newFakeAPI(t, podsResource)
 			pod := testobj.RealisticPod("ns", 0, 1)
 			create(t, srv, pod)
-			f := newTestFactory(t, srv, FactoryOptions{})
+			f := newTestFactory(t, srv, FactoryOptions{Wire: wire.Options{NoPartReuse: mode == "nopartreuse"}})
 			opts := ForOptions[*corev1.Pod]{Compact: mode == "compact"}
 			if mode == "transform" {
 				opts.Transform = func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }

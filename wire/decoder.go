@@ -48,6 +48,17 @@ type Options struct {
 	// factory does so for informers with a transform. NoSharing implies
 	// it.
 	NoMapSharing bool
+	// NoPartReuse makes a Source decode every update whole. By default,
+	// with SourceOptions.Previous, an update (a MODIFIED event) takes the
+	// parts whose bytes did not change (top-level message fields but the
+	// metadata, such as a Pod's spec) from the cached object it replaces,
+	// sharing what they point to. A program that writes to a cached
+	// object's part (which the contract forbids) then sees its write in
+	// the object's next versions too, as long as the server's bytes of
+	// that part stay the same; unlike a shared map's, such a write is not
+	// detected. Set it to keep such a write to the one version it was made
+	// in, as client-go does.
+	NoPartReuse bool
 }
 
 // Decoder decodes the protobuf or JSON encoding of a *T into a *P that
@@ -122,7 +133,7 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		finish(x)
 		d.plan = x
 		d.elemType = typeDescriptor(p)
-		d.parts, d.seed = hasParts(x), maphash.MakeSeed()
+		d.parts, d.seed = !opts.NoPartReuse && hasParts(x), maphash.MakeSeed()
 	}
 	if !opts.NoSharing {
 		d.strs = newInterner()

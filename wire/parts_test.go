@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -134,6 +135,53 @@ func TestProtobufPartsTwice(t *testing.T) {
 	}
 	if &p2.Spec.Containers[0] == &p1.Spec.Containers[0] {
 		t.Error("the merged spec is shared with the object before")
+	}
+}
+
+// A write to a cached object's part (which the contract forbids) reaches
+// the versions that reuse the part, as Options.NoPartReuse says; with that
+// option, every update is decoded whole and the write stays in its object.
+func TestProtobufPartsWrittenPart(t *testing.T) {
+	for _, noReuse := range []bool{false, true} {
+		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{NoPartReuse: noReuse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache := map[string]*corev1.Pod{}
+		src := NewSource(nil, "pods", "", d, SourceOptions[*corev1.Pod]{
+			Previous: func(ref ObjectRef) (*corev1.Pod, bool) {
+				p, ok := cache[string(ref.Name)]
+				return p, ok
+			},
+		})
+		if (src.parts == nil) != noReuse {
+			t.Fatalf("NoPartReuse %v: a table of parts %v", noReuse, src.parts != nil)
+		}
+		pod := testobj.RealisticPod("ns", 0, 1)
+		var stream []byte
+		for i := range 3 {
+			pod = pod.DeepCopy()
+			pod.ResourceVersion = fmt.Sprint(10 + i)
+			pod.Status.ContainerStatuses[0].RestartCount = int32(i)
+			stream = append(stream, podFrame(t, watch.Modified, pod)...)
+		}
+		ed := newEventDecoder(src, io.NopCloser(bytes.NewReader(stream)))
+		for i := range 3 {
+			_, obj, err := ed.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := obj.(*corev1.Pod)
+			want := pod.Spec.NodeName
+			if i > 0 && !noReuse {
+				want = "written"
+			}
+			if p.Spec.NodeName != want {
+				t.Errorf("NoPartReuse %v, version %d: node %q, want %q", noReuse, i, p.Spec.NodeName, want)
+			}
+			p.Spec.NodeName = "written" // a program's write to the cached object
+			cache[p.Name] = p
+		}
 	}
 }
 
