@@ -262,7 +262,7 @@ func (d *wireDecoding[T]) settle() (*wire.Decoder[T], bool) {
 // update to share the parts it did not change.
 func (d *wireDecoding[T]) previous(ref wire.ObjectRef) (T, bool) {
 	inf := d.inf.Load()
-	if inf == nil {
+	if inf == nil || inf.GetIndexer().Len() == 0 {
 		var zero T
 		return zero, false
 	}
@@ -274,12 +274,10 @@ func (d *wireDecoding[T]) previous(ref wire.ObjectRef) (T, bool) {
 // ref's resource version, for a relist to reuse.
 func (d *wireDecoding[T]) cached(ref wire.ObjectRef) (T, bool) {
 	var zero T
-	inf := d.inf.Load()
-	if inf == nil || inf.GetIndexer().Len() == 0 || len(ref.ResourceVersion) == 0 {
+	if len(ref.ResourceVersion) == 0 {
 		return zero, false
 	}
-	var buf [128]byte // the key, spelled on the stack for the lookup
-	obj, ok := inf.GetIndexer().getKeyBytes(appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name))
+	obj, ok := d.previous(ref)
 	if !ok || obj.GetResourceVersion() != string(ref.ResourceVersion) {
 		return zero, false
 	}

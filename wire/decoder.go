@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"hash/maphash"
 	"reflect"
 	"sync"
@@ -159,6 +160,19 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		}
 	}
 	return d, nil
+}
+
+// noProtobuf is the error of decoding the protobuf of a T that has none.
+func (d *Decoder[PP]) noProtobuf() error {
+	return &DecodeError{Err: fmt.Errorf("%w: %s has no protobuf encoding", ErrMalformed, d.tname)}
+}
+
+// recoverMalformed, deferred, makes a panic of a type's own Unmarshal the
+// error *err of the decoding it happened in.
+func recoverMalformed(err *error) {
+	if r := recover(); r != nil {
+		*err = &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformed, r)}
+	}
 }
 
 // cast returns the object at p as a PP.

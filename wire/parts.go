@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"fmt"
 	"hash/maphash"
 	"reflect"
 	"sync"
@@ -152,13 +151,9 @@ func (d *Decoder[PP]) protobufParts(b []byte, prev unsafe.Pointer, old *parts) (
 // message.
 func (d *Decoder[PP]) decodeAround(b []byte, p unsafe.Pointer, a *aliases, spans *[maxParts]span, reused *[maxParts]bool) (err error) {
 	if d.plan == nil {
-		return &DecodeError{Err: fmt.Errorf("%w: %s has no protobuf encoding", ErrMalformed, d.tname)}
+		return d.noProtobuf()
 	}
-	defer func() {
-		if r := recover(); r != nil { // a type's own Unmarshal that panics
-			err = &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformed, r)}
-		}
-	}()
+	defer recoverMalformed(&err)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, times: d.times, filter: d.opts.Annotations, alias: a, share: d.share}
@@ -234,13 +229,6 @@ func (t *partsTable) clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	clear(t.m)
-}
-
-// len returns the number of entries.
-func (t *partsTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
 }
 
 // appendRefKey appends the key of ref (namespace/name, or name) to dst.

@@ -19,6 +19,13 @@ import (
 	"github.com/typedkube/informer/internal/testobj"
 )
 
+// len returns the number of entries of t.
+func (t *partsTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
 // upstreamPod is client-go's decoding of b.
 func upstreamPod(t testing.TB, b []byte) *corev1.Pod {
 	t.Helper()

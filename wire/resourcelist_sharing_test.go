@@ -28,10 +28,7 @@ func decodeChecked(t *testing.T, d *Decoder[*corev1.Pod], p *corev1.Pod) *corev1
 // checks the object is what client-go's generated decoder makes of it.
 func decodeBytesChecked(t *testing.T, d *Decoder[*corev1.Pod], b []byte) *corev1.Pod {
 	t.Helper()
-	want := &corev1.Pod{}
-	if err := want.Unmarshal(b); err != nil {
-		t.Fatal(err)
-	}
+	want := upstreamPod(t, b)
 	got, err := d.Protobuf(b)
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,12 @@ package wire
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"io"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -17,22 +15,6 @@ import (
 // the Source decoded, with their bytes; not those of DELETED and BOOKMARK
 // events, nor an object Reuse gave.
 func TestSourceDecodedHook(t *testing.T) {
-	frame := func(typ watch.EventType, p *corev1.Pod) []byte {
-		t.Helper()
-		b, err := p.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Pod"}, Raw: b}).Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := (&metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: append([]byte("k8s\x00"), u...)}}).Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return append(binary.BigEndian.AppendUint32(nil, uint32(len(ev))), ev...)
-	}
 	pod := func(name, rv string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
@@ -49,7 +31,7 @@ func TestSourceDecodedHook(t *testing.T) {
 		{watch.Bookmark, pod("", "4")},
 		{watch.Added, pod("b", "6")},
 	} {
-		stream = append(stream, frame(e.typ, e.pod)...)
+		stream = append(stream, podFrame(t, e.typ, e.pod)...)
 	}
 	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 	if err != nil {

@@ -18,13 +18,9 @@ import (
 // the bytes it could not decode later.
 func (d *Decoder[PP]) Validate(b []byte) (err error) {
 	if d.plan == nil {
-		return &DecodeError{Err: fmt.Errorf("%w: %s has no protobuf encoding", ErrMalformed, d.tname)}
+		return d.noProtobuf()
 	}
-	defer func() {
-		if r := recover(); r != nil { // a type's own Unmarshal that panics
-			err = &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformed, r)}
-		}
-	}()
+	defer recoverMalformed(&err)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.scratch == nil {
