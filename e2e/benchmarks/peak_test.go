@@ -43,14 +43,15 @@ type peakJob struct {
 }
 
 // peakResult is what a child measured: VmHWM, the process's peak resident set (it only grows,
-// so each variant needs a process of its own), and VmRSS before the start; the live heap's peak
-// during the start (sampled every 2 ms) and after the sync and a full collection, above the heap
-// before the start; its CPU time from the start to the sync.
+// so each variant needs a process of its own), and VmRSS before the start; the heap's peak during
+// the start (sampled every 2 ms: PeakHeap of objects not yet freed, PeakMarked of what a
+// collection marked live) and after the sync and a full collection, above the heap before the
+// start; its CPU time from the start to the sync.
 type peakResult struct {
-	HWM, RSSBefore   int64
-	PeakHeap, Steady int64
-	CPU              time.Duration
-	Objects          int
+	HWM, RSSBefore               int64
+	PeakHeap, PeakMarked, Steady int64
+	CPU                          time.Duration
+	Objects                      int
 }
 
 // peakVariants are the programs BenchmarkPeakRSS runs, by name: client-go's informer and
@@ -128,10 +129,11 @@ var operatorPairs = []struct{ name, upstream, typed string }{
 // from its siblings' in a few bytes) and, unless -short, 50,000 realistic ones; and the operator
 // of startOperator over 5,000 realistic Pods. It reports, per Pod: peak-RSS-B/object, the peak
 // resident set above the one before the start, which is what sizes a Pod's memory limit beyond
-// the program's fixed cost; peak-heap-B/object and B/object, the live heap's peak and the heap
-// held once synced; cpu-ns/object; and peak-RSS-B, the process's whole peak. Each round starts
-// one process per variant. With -short (CI's smoke run), only the realistic 10,000 Pods, for the
-// informer and the two managers.
+// the program's fixed cost; peak-heap-B/object, the peak of the heap's objects not yet freed
+// (garbage included); peak-marked-B/object, the peak of the live heap the collector marked;
+// B/object, the heap held once synced; cpu-ns/object; and peak-RSS-B, the process's whole
+// peak. Each round starts one process per variant. With -short (CI's smoke run), only the
+// realistic 10,000 Pods, for the informer and the two managers.
 func BenchmarkPeakRSS(b *testing.B) {
 	cfg := benchConfig()
 	type pair = struct{ name, upstream, typed string }
@@ -168,7 +170,7 @@ func BenchmarkPeakRSS(b *testing.B) {
 
 // peakRounds runs variant in a child process per round and reports the averages.
 func peakRounds(b *testing.B, cfg *rest.Config, ns string, n int, variant string) {
-	var rss, heap, peak, cpu, hwm float64
+	var rss, heap, peak, marked, cpu, hwm float64
 	rounds := 0
 	for b.Loop() {
 		r := runPeakChild(b, cfg, ns, n, variant)
@@ -176,6 +178,7 @@ func peakRounds(b *testing.B, cfg *rest.Config, ns string, n int, variant string
 		rss += float64(r.HWM-r.RSSBefore) / objects
 		heap += float64(r.Steady) / objects
 		peak += float64(r.PeakHeap) / objects
+		marked += float64(r.PeakMarked) / objects
 		cpu += float64(r.CPU.Nanoseconds()) / objects
 		hwm += float64(r.HWM)
 		rounds++
@@ -183,6 +186,7 @@ func peakRounds(b *testing.B, cfg *rest.Config, ns string, n int, variant string
 	k := float64(rounds)
 	b.ReportMetric(rss/k, "peak-RSS-B/object")
 	b.ReportMetric(peak/k, "peak-heap-B/object")
+	b.ReportMetric(marked/k, "peak-marked-B/object")
 	b.ReportMetric(heap/k, "B/object")
 	b.ReportMetric(cpu/k, "cpu-ns/object")
 	b.ReportMetric(hwm/k, "peak-RSS-B")
@@ -252,6 +256,7 @@ func runPeak(job peakJob) (err error) {
 	}
 	r.CPU = kubetest.ProcessCPU() - cpu
 	r.PeakHeap = int64(sampler.Peak()) - before
+	r.PeakMarked = int64(sampler.Marked()) - before
 	r.Objects = size()
 	r.Steady = heapInUse() - before
 	if dir := os.Getenv(peakHeapProfileEnv); dir != "" {
