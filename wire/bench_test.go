@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/typedkube/informer/internal/testobj"
 	corev1 "k8s.io/api/core/v1"
@@ -218,4 +219,48 @@ func liveHeap() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// BenchmarkDecodeUpdate decodes a kubelet-like status update of a realistic Pod
+// (testobj.RealisticPod: the Ready condition's time and the kubelet's managedFields entry move):
+// parts=whole decodes it all, parts=reused with the parts of the Pod before it (its spec is not
+// decoded, see parts.go); managedfields=drop the same with Options.DropManagedFields, which
+// shows what the metadata's managedFields cost of each.
+func BenchmarkDecodeUpdate(b *testing.B) {
+	base := testobj.RealisticPod("bench", 3, 2)
+	next := base.DeepCopy()
+	moved := metav1.Unix(1_800_000_000, 0)
+	next.Status.Conditions[0].LastTransitionTime = moved
+	next.ManagedFields[len(next.ManagedFields)-1].Time = &moved
+	before, after := marshalPod(b, base), marshalPod(b, next)
+	for _, drop := range []bool{false, true} {
+		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{DropManagedFields: drop})
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev, ps, err := d.protobufParts(before, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mf := "keep"
+		if drop {
+			mf = "drop"
+		}
+		for _, reuse := range []bool{false, true} {
+			name := "managedfields=" + mf + "/parts=whole"
+			p, old := unsafe.Pointer(nil), (*parts)(nil)
+			if reuse {
+				name = "managedfields=" + mf + "/parts=reused"
+				p, old = unsafe.Pointer(prev), &ps
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := d.protobufParts(after, p, old); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
