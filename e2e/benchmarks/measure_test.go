@@ -116,14 +116,12 @@ type heapSampler struct {
 
 func startHeapSampler() *heapSampler {
 	h := &heapSampler{stop: make(chan struct{})}
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	h.wg.Go(func() {
 		t := time.NewTicker(2 * time.Millisecond)
 		defer t.Stop()
 		for {
-			metrics.Read(s)
-			h.peak = max(h.peak, s[0].Value.Uint64())
-			h.marked = max(h.marked, s[1].Value.Uint64())
+			h.peak = max(h.peak, kubetest.LiveHeap())
+			h.marked = max(h.marked, kubetest.MarkedHeap())
 			select {
 			case <-h.stop:
 				return
@@ -136,22 +134,11 @@ func startHeapSampler() *heapSampler {
 
 // Peak stops the sampler and returns the highest heap of objects not yet freed it saw.
 func (h *heapSampler) Peak() uint64 {
-	h.end()
+	close(h.stop)
+	h.wg.Wait()
 	return h.peak
 }
 
-// Marked stops the sampler (if Peak has not) and returns the highest live heap a collection
-// marked while it ran.
-func (h *heapSampler) Marked() uint64 {
-	h.end()
-	return h.marked
-}
-
-func (h *heapSampler) end() {
-	select {
-	case <-h.stop:
-	default:
-		close(h.stop)
-	}
-	h.wg.Wait()
-}
+// Marked returns the highest live heap a collection marked while the sampler ran, once Peak
+// has stopped it.
+func (h *heapSampler) Marked() uint64 { return h.marked }

@@ -23,3 +23,11 @@ func LiveHeap() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// MarkedHeap returns the bytes of heap objects the last collection marked live
+// (/gc/heap/live:bytes), read without stopping the world.
+func MarkedHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
