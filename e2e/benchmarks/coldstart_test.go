@@ -308,6 +308,10 @@ func coldStart(b *testing.B, want int, start startFunc) {
 		if sample {
 			sampler = startHeapSampler()
 		}
+		stopProfile := func() {}
+		if !sample {
+			stopProfile = profileWindow(b, b.Name())
+		}
 		cost := costNow()
 		if !sample {
 			b.StartTimer()
@@ -326,6 +330,7 @@ func coldStart(b *testing.B, want int, start startFunc) {
 			b.StopTimer()
 		}
 		spent = costNow().since(cost)
+		stopProfile()
 		if sample {
 			peak = int64(sampler.Peak()) - before
 		}

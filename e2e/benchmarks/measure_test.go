@@ -1,8 +1,14 @@
 package benchmarks
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/metrics"
+	"runtime/pprof"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +28,41 @@ type processCost struct {
 var costSamples = []metrics.Sample{
 	{Name: "/gc/heap/allocs:objects"},
 	{Name: "/gc/heap/allocs:bytes"},
+}
+
+// cpuProfileEnv, when set, names a directory where the benchmarks that measure a window of the
+// process's CPU (a cold start, a relist, a writer's events, a child of BenchmarkPeakRSS) write a
+// CPU profile of each measured window, <benchmark>-<pid>-<n>.cpu: where the measured CPU went,
+// without the work around it (creating the objects, starting the servers and the writer), which
+// -cpuprofile would count as well. Give go tool pprof several at once to merge them.
+const cpuProfileEnv = "INFORMER_BENCH_CPUPROFILE"
+
+// profiled numbers the profiles of cpuProfileEnv.
+var profiled atomic.Int64
+
+// profileWindow starts a CPU profile of the measured window of b when cpuProfileEnv names a
+// directory, and returns what stops it; nothing otherwise. Call the stop after reading the
+// window's cost: writing the profile costs CPU.
+func profileWindow(b fataler, name string) (stop func()) {
+	dir := os.Getenv(cpuProfileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.cpu", strings.ReplaceAll(name, "/", "_"), os.Getpid(), profiled.Add(1)))
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(fmt.Errorf("%s: %w", cpuProfileEnv, err))
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatal(fmt.Errorf("%s (not with -cpuprofile): %w", cpuProfileEnv, err))
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(fmt.Errorf("%s: %w", cpuProfileEnv, err))
+		}
+	}
 }
 
 // costNow reads the process's cost so far.

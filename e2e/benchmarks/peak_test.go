@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -132,8 +133,9 @@ var operatorPairs = []struct{ name, upstream, typed string }{
 // the program's fixed cost; peak-heap-B/object, the peak of the heap's objects not yet freed
 // (garbage included); peak-marked-B/object, the peak of the live heap the collector marked;
 // B/object, the heap held once synced; cpu-ns/object; and peak-RSS-B, the process's whole
-// peak. Each round starts one process per variant. With -short (CI's smoke run), only the
-// realistic 10,000 Pods, for the informer and the two managers.
+// peak. Each round starts one process per variant; with -benchtime 1x, the rounds of a pair's
+// two variants alternate (see pairedRounds). With -short (CI's smoke run), only the realistic
+// 10,000 Pods, for the informer and the two managers.
 func BenchmarkPeakRSS(b *testing.B) {
 	cfg := benchConfig()
 	type pair = struct{ name, upstream, typed string }
@@ -160,20 +162,71 @@ func BenchmarkPeakRSS(b *testing.B) {
 			ns := w.ns()
 			for _, p := range w.pairs {
 				b.Run(p.name, func(b *testing.B) {
-					b.Run("impl=upstream", func(b *testing.B) { peakRounds(b, cfg, ns, w.n, p.upstream) })
-					b.Run("impl=typed", func(b *testing.B) { peakRounds(b, cfg, ns, w.n, p.typed) })
+					rounds := &pairedRounds{run: func(b *testing.B, variant string) peakResult { return runPeakChild(b, cfg, ns, w.n, variant) }, variants: [2]string{p.upstream, p.typed}}
+					b.Run("impl=upstream", func(b *testing.B) { peakRounds(b, rounds, 0) })
+					b.Run("impl=typed", func(b *testing.B) { peakRounds(b, rounds, 1) })
 				})
 			}
 		})
 	}
 }
 
-// peakRounds runs variant in a child process per round and reports the averages.
-func peakRounds(b *testing.B, cfg *rest.Config, ns string, n int, variant string) {
+// pairedRounds are the rounds of a pair of variants, run in alternation: with -benchtime 1x
+// and -count n, the first round of either side runs n rounds of both, the two sides' children
+// one after the other in each round, upstream first in even rounds and typed first in odd ones,
+// so that a drift of the machine over the rounds (the CPU of a fresh process, which pays for
+// its heap's first pages, moves by tens of percent between processes here) falls on both sides
+// alike; each round of the benchmark then reports one of them. Go runs a sub-benchmark's -count
+// rounds one after the other, so without this every round of one side would run before the
+// other's first. With another -benchtime, each side runs its own children, as b.Loop asks.
+type pairedRounds struct {
+	run      func(b *testing.B, variant string) peakResult // fails b if the child does
+	variants [2]string                                     // upstream, typed
+	done     bool
+	results  [2][]peakResult
+}
+
+// next returns the next result of side i (0 upstream, 1 typed), running the rounds of both
+// sides in b the first time, or false when it has none left or the rounds do not alternate.
+func (p *pairedRounds) next(b *testing.B, i int) (peakResult, bool) {
+	if !p.done {
+		p.done = true
+		if benchFlag("test.benchtime") == "1x" {
+			n, _ := strconv.Atoi(benchFlag("test.count"))
+			for round := range max(n, 1) {
+				first := round % 2 // upstream first in even rounds
+				for _, side := range []int{first, 1 - first} {
+					p.results[side] = append(p.results[side], p.run(b, p.variants[side]))
+				}
+			}
+		}
+	}
+	if len(p.results[i]) == 0 {
+		return peakResult{}, false
+	}
+	r := p.results[i][0]
+	p.results[i] = p.results[i][1:]
+	return r, true
+}
+
+// benchFlag returns the value of the test binary's flag name, or "".
+func benchFlag(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// peakRounds reports the averages of side i of rounds (0 upstream, 1 typed) over the
+// benchmark's iterations: each takes the next of the alternating rounds, or runs a child.
+func peakRounds(b *testing.B, rounds *pairedRounds, i int) {
 	var rss, heap, peak, marked, cpu, hwm float64
-	rounds := 0
+	n := 0
 	for b.Loop() {
-		r := runPeakChild(b, cfg, ns, n, variant)
+		r, ok := rounds.next(b, i)
+		if !ok {
+			r = rounds.run(b, rounds.variants[i])
+		}
 		objects := float64(r.Objects)
 		rss += float64(r.HWM-r.RSSBefore) / objects
 		heap += float64(r.Steady) / objects
@@ -181,9 +234,9 @@ func peakRounds(b *testing.B, cfg *rest.Config, ns string, n int, variant string
 		marked += float64(r.PeakMarked) / objects
 		cpu += float64(r.CPU.Nanoseconds()) / objects
 		hwm += float64(r.HWM)
-		rounds++
+		n++
 	}
-	k := float64(rounds)
+	k := float64(n)
 	b.ReportMetric(rss/k, "peak-RSS-B/object")
 	b.ReportMetric(peak/k, "peak-heap-B/object")
 	b.ReportMetric(marked/k, "peak-marked-B/object")
@@ -246,6 +299,7 @@ func runPeak(job peakJob) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sampler := startHeapSampler()
+	stopProfile := profileWindow(childFatal{}, "BenchmarkPeakRSS_"+job.Variant)
 	cpu := kubetest.ProcessCPU()
 	synced, size, _, stop := start(ctx)
 	for !synced() {
@@ -255,6 +309,7 @@ func runPeak(job peakJob) (err error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.CPU = kubetest.ProcessCPU() - cpu
+	stopProfile()
 	r.PeakHeap = int64(sampler.Peak()) - before
 	r.PeakMarked = int64(sampler.Marked()) - before
 	r.Objects = size()

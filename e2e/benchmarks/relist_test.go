@@ -234,6 +234,10 @@ func relist(b *testing.B, admin kubernetes.Interface, ns string, changed int, dr
 		if sample {
 			sampler = startHeapSampler()
 		}
+		stopProfile := func() {}
+		if !sample {
+			stopProfile = profileWindow(b, b.Name())
+		}
 		cost := costNow()
 		drop()
 		if changed > 0 {
@@ -253,6 +257,7 @@ func relist(b *testing.B, admin kubernetes.Interface, ns string, changed int, dr
 			b.StopTimer()
 		}
 		spent = costNow().since(cost)
+		stopProfile()
 		if sample {
 			peak = sampler.Peak()
 		}

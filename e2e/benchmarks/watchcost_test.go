@@ -186,6 +186,7 @@ func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen 
 		r := &costRound{target: seen.Load() + int64(events), done: make(chan struct{})}
 		round.Store(r)
 		mark := r.target - int64(events)
+		stopProfile := profileWindow(b, b.Name())
 		cost, gc, began := costNow(), gcCPU(), time.Now()
 		b.StartTimer()
 		if err := cmd.Start(); err != nil {
@@ -211,6 +212,7 @@ func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen 
 		timeout.Stop()
 		b.StopTimer()
 		spent := costNow().since(cost)
+		stopProfile()
 		churn.add(spent.cpu, gcCPU()-gc, time.Since(began), events)
 		if waitErr != nil {
 			if err := <-waitErr; err != nil {
