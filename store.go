@@ -213,6 +213,35 @@ func (s *Store[T]) Get(obj T) (item T, exists bool, err error) {
 // GetByKey returns the object stored under key.
 func (s *Store[T]) GetByKey(key string) (item T, exists bool) { return getByKey(s, key) }
 
+// GetByKeyOwned is GetByKey for a reader that keeps or changes the object
+// it reads, as controller-runtime's cache does with the copy its Get
+// returns: owned reports that item is the reader's own, an object a
+// compact store decoded for this read alone, which shares nothing a reader
+// could write to (a map, a slice, a pointer) with any other object, so
+// that the reader may keep and change it without a copy. Otherwise item is
+// the cached object, read-only, as GetByKey returns it: always, in a store
+// that is not compact, and in a compact one for an object its codec's
+// small cache holds decoded.
+func (s *Store[T]) GetByKeyOwned(key string) (item T, owned, exists bool) {
+	s.mu.RLock()
+	sl, ok := s.items[key]
+	var rec *wire.Record
+	if ok {
+		item, rec = sl.obj, sl.rec
+	}
+	s.mu.RUnlock()
+	if rec == nil {
+		return item, false, ok
+	}
+	obj, owned, err := s.compact.codec.DecodeOwned(rec)
+	if err != nil {
+		s.compact.failed(key, err)
+		var zero T
+		return zero, false, false
+	}
+	return obj, owned, true
+}
+
 // getKeyBytes is GetByKey of the key spelled by key, which it does not
 // keep: a caller builds the key in a buffer of its own, and a read that
 // finds its object allocates no string for it.

@@ -35,6 +35,11 @@ type recordCodec[T any] interface {
 	Encode(obj T) (*wire.Record, error)
 	// Decode returns the object of a record.
 	Decode(rec *wire.Record) (T, error)
+	// DecodeOwned returns the object of a record for a reader that keeps
+	// or changes it, and whether it is the reader's own: one decoded for
+	// that read alone, sharing nothing a reader could write to with any
+	// other object; otherwise it is Decode's (see wire.Compact.DecodeOwned).
+	DecodeOwned(rec *wire.Record) (T, bool, error)
 	// Labels returns the labels of a record's object, read from its
 	// bytes: what MetaLabelsFunc returns for the decoded object.
 	Labels(rec *wire.Record) (map[string]string, error)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/typedkube/informer/internal/testobj"
+	"github.com/typedkube/informer/wire"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -100,5 +101,82 @@ func TestCompactReplaceKeepsNoDecodedObjects(t *testing.T) {
 	}
 	if len(got) != 10 {
 		t.Errorf("node-1 has %d Pods, want 10", len(got))
+	}
+}
+
+// GetByKeyOwned gives a compact store's reader an object of its own when
+// the codec holds none decoded: equal to what GetByKey gives, sharing no
+// map, slice or pointer with the objects GetByKey shares them between,
+// and not kept by the codec; when the codec holds the object decoded, and
+// always in a store that is not compact, the cached object, not owned.
+func TestStoreGetByKeyOwned(t *testing.T) {
+	pods := testobj.RealisticPods("shop", 8, 3)
+	x, codec := newCompactIndexer(t, nil, wire.DecodedCacheSize)
+	if err := x.replaceEncoded(listedRecords(t, codec, pods), false); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, len(pods))
+	for i, p := range pods {
+		keys[i], _ = MetaNamespaceKeyFunc(p)
+	}
+	// The first three read as GetByKey reads them: decoded, kept, sharing
+	// maps and managedFields between siblings.
+	var read []*corev1.Pod
+	for _, k := range keys[:3] {
+		p, ok := x.GetByKey(k)
+		if !ok {
+			t.Fatalf("%s: not found", k)
+		}
+		read = append(read, p)
+	}
+	if len(testobj.SharedRefs(read[0], read[1])) == 0 {
+		t.Fatal("two siblings read with GetByKey share nothing: the test shows nothing")
+	}
+	cached := codec.Cached()
+	var owned []*corev1.Pod
+	for i, k := range keys[3:] {
+		p, own, ok := x.GetByKeyOwned(k)
+		if !ok || !own {
+			t.Fatalf("%s, never read: exists %v, owned %v", k, ok, own)
+		}
+		if diff := cmp.Diff(pods[3+i], p); diff != "" {
+			t.Fatalf("%s reads otherwise (-listed +owned):\n%s", k, diff)
+		}
+		for _, q := range append(read, owned...) {
+			if s := testobj.SharedRefs(p, q); len(s) > 0 {
+				t.Fatalf("%s: the owned object shares %v with another", k, s)
+			}
+		}
+		owned = append(owned, p)
+	}
+	if codec.Cached() != cached {
+		t.Errorf("%d objects cached after GetByKeyOwned, want %d", codec.Cached(), cached)
+	}
+	for _, p := range owned {
+		p.Labels["written"] = "yes"
+		p.ManagedFields[0].FieldsV1.Raw[0] = '!'
+	}
+	for i, k := range keys {
+		p, ok := x.GetByKey(k)
+		if !ok {
+			t.Fatalf("%s: not found", k)
+		}
+		if diff := cmp.Diff(pods[i], p); diff != "" {
+			t.Fatalf("after the owners' writes, %s reads otherwise (-listed +got):\n%s", k, diff)
+		}
+	}
+	if p, own, ok := x.GetByKeyOwned(keys[0]); !ok || own || p != read[0] {
+		t.Errorf("%s, held decoded: %p owned %v exists %v; want %p, not owned", keys[0], p, own, ok, read[0])
+	}
+	if _, own, ok := x.GetByKeyOwned("shop/none"); ok || own {
+		t.Errorf("a missing key: exists %v, owned %v", ok, own)
+	}
+
+	plain := NewStore(MetaNamespaceKeyFunc[*corev1.Pod])
+	if err := plain.Add(pods[0]); err != nil {
+		t.Fatal(err)
+	}
+	if p, own, ok := plain.GetByKeyOwned(keys[0]); !ok || own || p != pods[0] {
+		t.Errorf("a plain store: %p owned %v exists %v; want %p, not owned", p, own, ok, pods[0])
 	}
 }

@@ -249,7 +249,7 @@ func (c *Compact[PP]) Decode(r *Record) (PP, error) {
 		*bp = b[:0]
 		c.bufs.Put(bp)
 	} else {
-		obj, err = c.protobuf(r)
+		obj, err = c.protobuf(r, false)
 	}
 	if err != nil {
 		var zero PP
@@ -259,16 +259,54 @@ func (c *Compact[PP]) Decode(r *Record) (PP, error) {
 	return c.keep(r, obj), nil
 }
 
+// DecodeOwned returns the object of r for a reader that keeps or changes
+// it: r's decoded object if c keeps one (owned is false: the object is
+// the one Decode returns, read-only, which the reader copies), or else an
+// object decoded for this call alone (owned is true), which c does not
+// keep and which shares no map, FieldsV1 or managedFields time with any
+// other object, as with Options.NoMapSharing, so that the reader needs no
+// copy of it. Its strings may be made over r's memory, as Decode's are.
+func (c *Compact[PP]) DecodeOwned(r *Record) (obj PP, owned bool, err error) {
+	if p := r.cached(); p != nil {
+		if !r.hot.Load() {
+			r.hot.Store(true)
+		}
+		return cast[PP](p), false, nil
+	}
+	if r.json {
+		bp := c.buf()
+		b := r.AppendTo((*bp)[:0])
+		obj, err = c.dec.decodeJSON(b, false)
+		*bp = b[:0]
+		c.bufs.Put(bp)
+	} else {
+		obj, err = c.protobuf(r, true)
+	}
+	if err != nil {
+		var zero PP
+		return zero, false, err
+	}
+	c.setKind(r, obj)
+	return obj, true, nil
+}
+
 // protobuf decodes r, a protobuf record, into an object whose strings are
-// made over r's memory (see aliases).
-func (c *Compact[PP]) protobuf(r *Record) (PP, error) {
+// made over r's memory (see aliases); with own, one that shares nothing
+// else with other objects (see Decoder.ownRecord).
+func (c *Compact[PP]) protobuf(r *Record, own bool) (PP, error) {
 	a, _ := c.aliasBufs.Get().(*aliases)
 	if a == nil {
 		a = new(aliases)
 	}
 	a.buf, a.segs = r.appendSegments(a.buf, a.segs)
 	a.at = 0
-	obj, err := c.dec.record(a.buf, a)
+	var obj PP
+	var err error
+	if own {
+		obj, err = c.dec.ownRecord(a.buf, a)
+	} else {
+		obj, err = c.dec.record(a.buf, a)
+	}
 	clear(a.segs) // they point into r
 	a.buf, a.segs = a.buf[:0], a.segs[:0]
 	c.aliasBufs.Put(a)

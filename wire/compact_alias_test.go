@@ -121,7 +121,8 @@ func TestCompactDecodedOutlivesRecord(t *testing.T) {
 // cache: whenever the generated decoder accepts the bytes, each record
 // decodes into its object, with strings made over the record's memory
 // wherever they lie in one run, and the first objects stay so after the
-// later decodings.
+// later decodings; DecodeOwned gives the same objects, sharing nothing
+// with Decode's.
 func FuzzCompactDecode(f *testing.F) {
 	for i := range 3 {
 		f.Add(marshalPod(f, benchPod(i)))
@@ -163,6 +164,16 @@ func FuzzCompactDecode(f *testing.F) {
 			}
 			if d := cmp.Diff(want, p); d != "" {
 				t.Fatalf("a record decodes otherwise (-want +got):\n%s", d)
+			}
+			o, own, err := c.DecodeOwned(r)
+			if err != nil || !own {
+				t.Fatalf("DecodeOwned of a record c keeps no object of: owned %v, %v", own, err)
+			}
+			if d := cmp.Diff(want, o); d != "" {
+				t.Fatalf("a record's owned object differs (-want +got):\n%s", d)
+			}
+			if s := testobj.SharedRefs(o, p); len(s) > 0 {
+				t.Fatalf("a record's owned object shares %v with Decode's", s)
 			}
 			got = append(got, p)
 		}

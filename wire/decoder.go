@@ -229,10 +229,33 @@ func (d *Decoder[PP]) decodeInto(b []byte, p unsafe.Pointer, a *aliases) error {
 	return d.decodeAround(b, p, a, nil, nil)
 }
 
+// ownRecord is record for a reader that keeps or changes the object: it
+// shares no map, FieldsV1 or managedFields time with any other object, as
+// with Options.NoMapSharing (its strings, which no one can change, are
+// shared as record's are).
+func (d *Decoder[PP]) ownRecord(b []byte, a *aliases) (obj PP, err error) {
+	if d.plan == nil {
+		return obj, d.noProtobuf()
+	}
+	defer recoverMalformed(&err)
+	p := unsafe_New(d.elemType)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := state{strs: d.strs, filter: d.opts.Annotations, alias: a}
+	if err := s.message(b, p, d.plan); err != nil {
+		return obj, err
+	}
+	return cast[PP](p), nil
+}
+
 // JSON decodes the JSON encoding of a T into a new P, with the decoder the
 // API machinery uses (case-sensitive field names, integers kept as
 // integers).
-func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
+func (d *Decoder[PP]) JSON(b []byte) (PP, error) { return d.decodeJSON(b, true) }
+
+// decodeJSON is JSON; without share, the object shares no map or FieldsV1
+// with any other (see ownRecord).
+func (d *Decoder[PP]) decodeJSON(b []byte, share bool) (PP, error) {
 	var zero PP
 	p := reflect.New(d.elem).UnsafePointer()
 	target := reflect.NewAt(d.elem, p).Interface()
@@ -256,6 +279,9 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) {
 		if d.opts.DropManagedFields {
 			m.ManagedFields = nil
 		}
+	}
+	if !share {
+		return cast[PP](p), nil
 	}
 	if d.jsonMaps != nil && len(d.jsonMapOffsets) > 0 {
 		d.mu.Lock()

@@ -2,6 +2,7 @@ package typedcache
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -119,5 +120,65 @@ func TestCompactMetadataKeepsKind(t *testing.T) {
 	})
 	if wrong > 0 {
 		t.Errorf("%d of %d objects handed to a handler without their kind", wrong, n)
+	}
+}
+
+// Get from a compact cache hands each reader an object of its own, also
+// when the store decodes the object for that read alone rather than
+// copying one it holds (informer.Store.GetByKeyOwned): two reads of a Pod
+// are two objects, a write to one changes neither the other nor the
+// cache, and siblings, whose labels the store's decoded objects share,
+// come with labels of their own.
+func TestCompactGetOwnsItsObject(t *testing.T) {
+	const n = wire.DecodedCacheSize + 200 // more than the store keeps decoded
+	scheme := testScheme(t)
+	srv := newServer(t, scheme)
+	for i := range n {
+		p := pod("a", fmt.Sprintf("web-%04d", i), "node-1", map[string]string{"app": "web", "tier": "front"})
+		p.Annotations = map[string]string{"owner": "team-a"}
+		create(t, srv, p)
+	}
+	c := newTestCache(t, srv, scheme, cache.Options{}, Options{Informer: informer.InformerOptions{Compact: true}})
+	start(t, c)
+	ctx := timeout(t)
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("not synced")
+	}
+	// Reading the Pods in order wraps the store's cache of decoded objects
+	// around: the first ones are decoded again for their second read.
+	get := func(i int) *corev1.Pod {
+		t.Helper()
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: fmt.Sprintf("web-%04d", i)}, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for i := range n {
+		first, second, sibling := get(i), get(i), get((i+1)%n)
+		if diff := cmp.Diff(first, second); diff != "" {
+			t.Fatalf("two reads of Pod %d differ (-first +second):\n%s", i, diff)
+		}
+		if first.GroupVersionKind() != corev1.SchemeGroupVersion.WithKind("Pod") {
+			t.Fatalf("Pod %d read without its kind: %v", i, first.GroupVersionKind())
+		}
+		for _, m := range []map[string]string{second.Labels, sibling.Labels} {
+			if reflect.ValueOf(first.Labels).Pointer() == reflect.ValueOf(m).Pointer() {
+				t.Fatalf("Pod %d: two reads share a labels map", i)
+			}
+		}
+		want := second.DeepCopy()
+		first.Labels["app"] = "written"
+		first.Annotations["owner"] = "written"
+		first.Spec.Containers[0].Image = "written"
+		if diff := cmp.Diff(want, second); diff != "" {
+			t.Fatalf("a write to one read of Pod %d changed another (-want +got):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(want, get(i)); diff != "" {
+			t.Fatalf("a write to a read of Pod %d changed the cache (-want +got):\n%s", i, diff)
+		}
+		if sibling.Labels["app"] != "web" {
+			t.Fatalf("a write to Pod %d's labels changed Pod %d's", i, (i+1)%n)
+		}
 	}
 }

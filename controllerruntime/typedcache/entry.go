@@ -130,7 +130,9 @@ func (e *typedEntry[S, O]) target(out client.Object) (O, error) {
 }
 
 func (e *typedEntry[S, O]) get(key client.ObjectKey, out client.Object, unsafe bool) error {
-	src, ok := e.inf.GetIndexer().GetByKey(e.storeKey(key))
+	// A compact store's object decoded for this read is the reader's own:
+	// it needs no deep copy (see informer.Store.GetByKeyOwned).
+	src, owned, ok := e.inf.GetIndexer().GetByKeyOwned(e.storeKey(key))
 	if !ok {
 		// As controller-runtime's: the kind where the resource would be.
 		return apierrors.NewNotFound(schema.GroupResource{Group: e.gvk.Group, Resource: e.gvk.Kind}, key.Name)
@@ -143,7 +145,11 @@ func (e *typedEntry[S, O]) get(key client.ObjectKey, out client.Object, unsafe b
 		e.conv.shallow(src, dst)
 		return nil
 	}
-	e.conv.deep(src, dst)
+	if owned {
+		e.conv.shallow(src, dst)
+	} else {
+		e.conv.deep(src, dst)
+	}
 	dst.GetObjectKind().SetGroupVersionKind(e.gvk)
 	return nil
 }
