@@ -154,7 +154,7 @@ func TestStoreGetByKeyOwned(t *testing.T) {
 	}
 	for _, p := range owned {
 		p.Labels["written"] = "yes"
-		p.ManagedFields[0].FieldsV1.Raw[0] = '!'
+		p.ManagedFields[0].FieldsV1.GetRawBytes()[0] = '!' // the bytes the object holds
 	}
 	for i, k := range keys {
 		p, ok := x.GetByKey(k)

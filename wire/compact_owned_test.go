@@ -79,7 +79,7 @@ func TestCompactDecodeOwned(t *testing.T) {
 	for _, p := range owned {
 		p.Labels["written"] = "yes"
 		p.ManagedFields[0].Time.Time = time.Unix(1, 0)
-		p.ManagedFields[0].FieldsV1.Raw[0] = '!'
+		p.ManagedFields[0].FieldsV1.GetRawBytes()[0] = '!' // the bytes the object holds
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]
 	}
 	for i, r := range recs {
@@ -113,7 +113,7 @@ func TestCompactDecodeOwnedJSON(t *testing.T) {
 			TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Widget"},
 			ObjectMeta: metav1.ObjectMeta{
 				Name: fmt.Sprint("w-", i), Namespace: "ns", Labels: map[string]string{"app": "a"},
-				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:size":{}}}`)}}},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:size":{}}}`)}},
 			},
 			Spec: widgetSpec{Size: int32(i)},
 		}
