@@ -179,6 +179,12 @@ func startedCache(b *testing.B, newCache cache.NewCacheFunc, ns string) (c cache
 	if _, err := c.GetInformer(wctx, &corev1.Pod{}); err != nil {
 		b.Fatal(err)
 	}
+	// GetInformer waits for the sync only once the cache has started, which the goroutine above
+	// may not have done yet (either cache's rule, as controller-runtime's): without this wait a
+	// benchmark's first read could wait for the initial list.
+	if !c.WaitForCacheSync(wctx) {
+		b.Fatal("the cache did not sync within 5 minutes")
+	}
 	return c, func() {
 		cancel()
 		if err := <-done; err != nil {
