@@ -223,13 +223,7 @@ func (s *Store[T]) GetByKey(key string) (item T, exists bool) { return getByKey(
 // that is not compact, and in a compact one for an object its codec's
 // small cache holds decoded.
 func (s *Store[T]) GetByKeyOwned(key string) (item T, owned, exists bool) {
-	s.mu.RLock()
-	sl, ok := s.items[key]
-	var rec *wire.Record
-	if ok {
-		item, rec = sl.obj, sl.rec
-	}
-	s.mu.RUnlock()
+	item, rec, ok := lookup(s, key)
 	if rec == nil {
 		return item, false, ok
 	}
@@ -249,17 +243,23 @@ func (s *Store[T]) getKeyBytes(key []byte) (item T, exists bool) { return getByK
 
 // getByKey is GetByKey of key, a string or the bytes of one.
 func getByKey[T any, K string | []byte](s *Store[T], key K) (item T, exists bool) {
-	s.mu.RLock()
-	sl, ok := s.items[string(key)] // no copy: the compiler reads key in place
-	var rec *wire.Record
-	if ok {
-		item, rec = sl.obj, sl.rec
-	}
-	s.mu.RUnlock()
+	item, rec, ok := lookup(s, key)
 	if rec != nil {
 		return decodeRecord(s, key, rec)
 	}
 	return item, ok
+}
+
+// lookup returns what s stores under key: the object, or in a compact
+// store the record (item is then zero).
+func lookup[T any, K string | []byte](s *Store[T], key K) (item T, rec *wire.Record, exists bool) {
+	s.mu.RLock()
+	sl, ok := s.items[string(key)] // no copy: the compiler reads key in place
+	if ok {
+		item, rec = sl.obj, sl.rec
+	}
+	s.mu.RUnlock()
+	return item, rec, ok
 }
 
 // Len returns the number of stored objects.

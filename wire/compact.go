@@ -234,28 +234,13 @@ func (c *Compact[PP]) record(b []byte, json bool) *Record {
 // Decode returns the object of r: the one r caches, or a new one decoded
 // from r, which r then caches.
 func (c *Compact[PP]) Decode(r *Record) (PP, error) {
-	if p := r.cached(); p != nil {
-		if !r.hot.Load() {
-			r.hot.Store(true)
-		}
-		return cast[PP](p), nil
+	if p, ok := c.held(r); ok {
+		return p, nil
 	}
-	var obj PP
-	var err error
-	if r.json {
-		bp := c.buf()
-		b := r.AppendTo((*bp)[:0])
-		obj, err = c.dec.JSON(b)
-		*bp = b[:0]
-		c.bufs.Put(bp)
-	} else {
-		obj, err = c.protobuf(r, false)
-	}
+	obj, err := c.decode(r, false)
 	if err != nil {
-		var zero PP
-		return zero, err
+		return obj, err
 	}
-	c.setKind(r, obj)
 	return c.keep(r, obj), nil
 }
 
@@ -267,32 +252,52 @@ func (c *Compact[PP]) Decode(r *Record) (PP, error) {
 // other object, as with Options.NoMapSharing, so that the reader needs no
 // copy of it. Its strings may be made over r's memory, as Decode's are.
 func (c *Compact[PP]) DecodeOwned(r *Record) (obj PP, owned bool, err error) {
-	if p := r.cached(); p != nil {
-		if !r.hot.Load() {
-			r.hot.Store(true)
-		}
-		return cast[PP](p), false, nil
+	if p, ok := c.held(r); ok {
+		return p, false, nil
 	}
+	obj, err = c.decode(r, true)
+	return obj, err == nil, err
+}
+
+// held returns the decoded object r holds, if any, and marks r read.
+func (c *Compact[PP]) held(r *Record) (PP, bool) {
+	p := r.cached()
+	if p == nil {
+		var zero PP
+		return zero, false
+	}
+	if !r.hot.Load() {
+		r.hot.Store(true)
+	}
+	return cast[PP](p), true
+}
+
+// decode decodes r into a new object, which it does not keep; with own,
+// one that shares nothing but strings with other objects (see
+// Decoder.record).
+func (c *Compact[PP]) decode(r *Record, own bool) (PP, error) {
+	var obj PP
+	var err error
 	if r.json {
 		bp := c.buf()
 		b := r.AppendTo((*bp)[:0])
-		obj, err = c.dec.decodeJSON(b, false)
+		obj, err = c.dec.decodeJSON(b, !own)
 		*bp = b[:0]
 		c.bufs.Put(bp)
 	} else {
-		obj, err = c.protobuf(r, true)
+		obj, err = c.protobuf(r, own)
 	}
 	if err != nil {
 		var zero PP
-		return zero, false, err
+		return zero, err
 	}
 	c.setKind(r, obj)
-	return obj, true, nil
+	return obj, nil
 }
 
 // protobuf decodes r, a protobuf record, into an object whose strings are
 // made over r's memory (see aliases); with own, one that shares nothing
-// else with other objects (see Decoder.ownRecord).
+// else with other objects (see Decoder.record).
 func (c *Compact[PP]) protobuf(r *Record, own bool) (PP, error) {
 	a, _ := c.aliasBufs.Get().(*aliases)
 	if a == nil {
@@ -300,13 +305,7 @@ func (c *Compact[PP]) protobuf(r *Record, own bool) (PP, error) {
 	}
 	a.buf, a.segs = r.appendSegments(a.buf, a.segs)
 	a.at = 0
-	var obj PP
-	var err error
-	if own {
-		obj, err = c.dec.ownRecord(a.buf, a)
-	} else {
-		obj, err = c.dec.record(a.buf, a)
-	}
+	obj, err := c.dec.record(a.buf, a, own)
 	clear(a.segs) // they point into r
 	a.buf, a.segs = a.buf[:0], a.segs[:0]
 	c.aliasBufs.Put(a)

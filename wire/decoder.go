@@ -207,45 +207,31 @@ func (d *Decoder[PP]) ProtobufInto(b []byte, p PP) error {
 	return d.into(b, ptr)
 }
 
-func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) error { return d.decodeInto(b, p, nil) }
+func (d *Decoder[PP]) into(b []byte, p unsafe.Pointer) error { return d.decodeInto(b, p, nil, false) }
 
 // record decodes b, the encoding of a record put back together, into a
 // new P whose strings alias the record's memory where a finds them there.
-func (d *Decoder[PP]) record(b []byte, a *aliases) (PP, error) {
+// With own, the P is for a reader that keeps or changes it: it shares no
+// map, FieldsV1 or managedFields time with any other object, as with
+// Options.NoMapSharing (its strings, which no one can change, are shared
+// all the same).
+func (d *Decoder[PP]) record(b []byte, a *aliases, own bool) (PP, error) {
 	var zero PP
 	if d.plan == nil {
-		return zero, d.decodeInto(b, nil, a)
+		return zero, d.decodeInto(b, nil, a, own)
 	}
 	p := unsafe_New(d.elemType)
-	if err := d.decodeInto(b, p, a); err != nil {
+	if err := d.decodeInto(b, p, a, own); err != nil {
 		return zero, err
 	}
 	return cast[PP](p), nil
 }
 
 // decodeInto decodes b into the P at p; with a, strings alias the memory
-// a maps b to, where they can.
-func (d *Decoder[PP]) decodeInto(b []byte, p unsafe.Pointer, a *aliases) error {
-	return d.decodeAround(b, p, a, nil, nil)
-}
-
-// ownRecord is record for a reader that keeps or changes the object: it
-// shares no map, FieldsV1 or managedFields time with any other object, as
-// with Options.NoMapSharing (its strings, which no one can change, are
-// shared as record's are).
-func (d *Decoder[PP]) ownRecord(b []byte, a *aliases) (obj PP, err error) {
-	if d.plan == nil {
-		return obj, d.noProtobuf()
-	}
-	defer recoverMalformed(&err)
-	p := unsafe_New(d.elemType)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := state{strs: d.strs, filter: d.opts.Annotations, alias: a}
-	if err := s.message(b, p, d.plan); err != nil {
-		return obj, err
-	}
-	return cast[PP](p), nil
+// a maps b to, where they can; with own, sharing nothing but strings (see
+// record).
+func (d *Decoder[PP]) decodeInto(b []byte, p unsafe.Pointer, a *aliases, own bool) error {
+	return d.decodeAround(b, p, a, own, nil, nil)
 }
 
 // JSON decodes the JSON encoding of a T into a new P, with the decoder the
@@ -254,7 +240,7 @@ func (d *Decoder[PP]) ownRecord(b []byte, a *aliases) (obj PP, err error) {
 func (d *Decoder[PP]) JSON(b []byte) (PP, error) { return d.decodeJSON(b, true) }
 
 // decodeJSON is JSON; without share, the object shares no map or FieldsV1
-// with any other (see ownRecord).
+// with any other (see record).
 func (d *Decoder[PP]) decodeJSON(b []byte, share bool) (PP, error) {
 	var zero PP
 	p := reflect.New(d.elem).UnsafePointer()

@@ -132,7 +132,7 @@ func (d *Decoder[PP]) protobufParts(b []byte, prev unsafe.Pointer, old *parts) (
 	}
 	var zero PP
 	p := unsafe_New(d.elemType)
-	if err := d.decodeAround(b, p, nil, &spans, &reused); err != nil {
+	if err := d.decodeAround(b, p, nil, false, &spans, &reused); err != nil {
 		return zero, parts{}, err
 	}
 	for i, r := range reused {
@@ -146,17 +146,21 @@ func (d *Decoder[PP]) protobufParts(b []byte, prev unsafe.Pointer, old *parts) (
 
 // decodeAround decodes b into the P at p, but for the spans of the parts
 // reused says are not to be decoded (nil: all of b); with a, strings alias
-// the memory a maps b to, where they can. The fields of a message are
+// the memory a maps b to, where they can; with own, it shares nothing but
+// strings with other objects (see record). The fields of a message are
 // independent, so the bytes between those spans decode as parts of one
 // message.
-func (d *Decoder[PP]) decodeAround(b []byte, p unsafe.Pointer, a *aliases, spans *[maxParts]span, reused *[maxParts]bool) (err error) {
+func (d *Decoder[PP]) decodeAround(b []byte, p unsafe.Pointer, a *aliases, own bool, spans *[maxParts]span, reused *[maxParts]bool) (err error) {
 	if d.plan == nil {
 		return d.noProtobuf()
 	}
 	defer recoverMalformed(&err)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := state{strs: d.strs, maps: d.maps, bytes: d.bytes, times: d.times, filter: d.opts.Annotations, alias: a, share: d.share}
+	s := state{strs: d.strs, filter: d.opts.Annotations, alias: a}
+	if !own { // see record
+		s.maps, s.bytes, s.times, s.share = d.maps, d.bytes, d.times, d.share
+	}
 	from := 0
 	if reused != nil {
 		for i, sp := range spans {
