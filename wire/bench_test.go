@@ -264,3 +264,84 @@ func BenchmarkDecodeUpdate(b *testing.B) {
 		}
 	}
 }
+
+// coldCache is memory BenchmarkDecodeUpdateColdCache writes through
+// between decodes: more than this VM's last-level cache and TLB reach, as
+// the API server and etcd, sharing the cores, leave the caches between two
+// watch events a controller receives.
+var coldCache = make([]byte, 64<<20)
+
+// evictCaches writes a byte of each cache line of coldCache.
+func evictCaches() {
+	for i := 0; i < len(coldCache); i += 64 {
+		coldCache[i]++
+	}
+}
+
+// BenchmarkDecodeUpdateColdCache is BenchmarkDecodeUpdate's kubelet status
+// patch decoded with the processor's caches emptied before each decode
+// (cache=cold: 64 MiB written, outside the timer) or not (cache=warm, the
+// same timer stops): what an event costs a controller whose caches the
+// servers beside it have emptied since the last one, against what a loop
+// decoding the same bytes over and over sees. sharing=off is
+// Options.NoSharing: what the decoder's tables of shared strings, maps,
+// bytes and times cost in memory accesses. code=warm decodes another Pod
+// with another decoder (a plan and tables of its own) after the caches
+// are emptied: the machine code and type descriptors are then cached, the
+// decoder's own data and the bytes are not. The timer's stops read the
+// memory statistics, which costs every variant some of its cache.
+func BenchmarkDecodeUpdateColdCache(b *testing.B) {
+	base := testobj.RealisticPod("bench", 3, 2)
+	next := base.DeepCopy()
+	moved := metav1.Unix(1_800_000_000, 0)
+	next.Status.Conditions[0].LastTransitionTime = moved
+	next.ManagedFields[len(next.ManagedFields)-1].Time = &moved
+	before, after := marshalPod(b, base), marshalPod(b, next)
+	other := marshalPod(b, testobj.RealisticPod("other", 2, 1))
+	warmer, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name              string
+		cold, reuse, code bool
+		opts              Options
+	}{
+		{"cache=warm/parts=reused", false, true, false, Options{}},
+		{"cache=cold/parts=reused", true, true, false, Options{}},
+		{"cache=cold/parts=reused/code=warm", true, true, true, Options{}},
+		{"cache=cold/parts=reused/sharing=off", true, true, false, Options{NoSharing: true}},
+		{"cache=cold/parts=whole", true, false, false, Options{}},
+	} {
+		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](c.opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev, ps, err := d.protobufParts(before, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, old := unsafe.Pointer(nil), (*parts)(nil)
+		if c.reuse {
+			p, old = unsafe.Pointer(prev), &ps
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				if c.cold {
+					evictCaches()
+				}
+				if c.code {
+					if _, _, err := warmer.protobufParts(other, nil, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				if _, _, err := d.protobufParts(after, p, old); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
