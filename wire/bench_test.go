@@ -290,6 +290,7 @@ func evictCaches() {
 // are emptied: the machine code and type descriptors are then cached, the
 // decoder's own data and the bytes are not. The timer's stops read the
 // memory statistics, which costs every variant some of its cache.
+// upstream is client-go's decode of the same bytes, whole.
 func BenchmarkDecodeUpdateColdCache(b *testing.B) {
 	base := testobj.RealisticPod("bench", 3, 2)
 	next := base.DeepCopy()
@@ -311,6 +312,7 @@ func BenchmarkDecodeUpdateColdCache(b *testing.B) {
 		{"cache=cold/parts=reused", true, true, false, Options{}},
 		{"cache=cold/parts=reused/code=warm", true, true, true, Options{}},
 		{"cache=cold/parts=reused/sharing=off", true, true, false, Options{NoSharing: true}},
+		{"cache=warm/parts=whole", false, false, false, Options{}},
 		{"cache=cold/parts=whole", true, false, false, Options{}},
 	} {
 		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](c.opts)
@@ -339,6 +341,27 @@ func BenchmarkDecodeUpdateColdCache(b *testing.B) {
 				}
 				b.StartTimer()
 				if _, _, err := d.protobufParts(after, p, old); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// client-go's decode of the same bytes (the generated Unmarshal, whole).
+	for _, cold := range []bool{false, true} {
+		name := "cache=warm/upstream"
+		if cold {
+			name = "cache=cold/upstream"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				if cold {
+					evictCaches()
+				}
+				b.StartTimer()
+				var pod corev1.Pod
+				if err := pod.Unmarshal(after); err != nil {
 					b.Fatal(err)
 				}
 			}
