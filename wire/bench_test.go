@@ -221,18 +221,25 @@ func liveHeap() int64 {
 	return int64(ms.HeapAlloc)
 }
 
+// statusUpdate returns the encodings of a realistic Pod and of the same
+// Pod after a kubelet-like status update (testobj.RealisticPod: the Ready
+// condition's time and the kubelet's managedFields entry move).
+func statusUpdate(b *testing.B) (before, after []byte) {
+	base := testobj.RealisticPod("bench", 3, 2)
+	next := base.DeepCopy()
+	moved := metav1.Unix(1_800_000_000, 0)
+	next.Status.Conditions[0].LastTransitionTime = moved
+	next.ManagedFields[len(next.ManagedFields)-1].Time = &moved
+	return marshalPod(b, base), marshalPod(b, next)
+}
+
 // BenchmarkDecodeUpdate decodes a kubelet-like status update of a realistic Pod
 // (testobj.RealisticPod: the Ready condition's time and the kubelet's managedFields entry move):
 // parts=whole decodes it all, parts=reused with the parts of the Pod before it (its spec is not
 // decoded, see parts.go); managedfields=drop the same with Options.DropManagedFields, which
 // shows what the metadata's managedFields cost of each.
 func BenchmarkDecodeUpdate(b *testing.B) {
-	base := testobj.RealisticPod("bench", 3, 2)
-	next := base.DeepCopy()
-	moved := metav1.Unix(1_800_000_000, 0)
-	next.Status.Conditions[0].LastTransitionTime = moved
-	next.ManagedFields[len(next.ManagedFields)-1].Time = &moved
-	before, after := marshalPod(b, base), marshalPod(b, next)
+	before, after := statusUpdate(b)
 	for _, drop := range []bool{false, true} {
 		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{DropManagedFields: drop})
 		if err != nil {
@@ -292,12 +299,7 @@ func evictCaches() {
 // memory statistics, which costs every variant some of its cache.
 // upstream is client-go's decode of the same bytes, whole.
 func BenchmarkDecodeUpdateColdCache(b *testing.B) {
-	base := testobj.RealisticPod("bench", 3, 2)
-	next := base.DeepCopy()
-	moved := metav1.Unix(1_800_000_000, 0)
-	next.Status.Conditions[0].LastTransitionTime = moved
-	next.ManagedFields[len(next.ManagedFields)-1].Time = &moved
-	before, after := marshalPod(b, base), marshalPod(b, next)
+	before, after := statusUpdate(b)
 	other := marshalPod(b, testobj.RealisticPod("other", 2, 1))
 	warmer, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 	if err != nil {
