@@ -122,7 +122,11 @@ func runFIFODiff(t testing.TB, data []byte) {
 	if !errors.Is(err, ErrClosed) || !errors.Is(uerr, cache.ErrFIFOClosed) {
 		t.Fatalf("Pop on a closed, drained FIFO: %v; upstream %v", err, uerr)
 	}
-	if typed.HasSynced() != upstream.HasSynced() {
+	// Not compared once flagsDeterministic is false: a Replace after such a
+	// Delete drops the queue, and whether client-go's count of initial
+	// entries still waiting reached zero before it depends on whether its
+	// map order put the deleted key before or after the ones popped.
+	if flagsDeterministic && typed.HasSynced() != upstream.HasSynced() {
 		t.Fatalf("after drain: HasSynced=%v, upstream %v", typed.HasSynced(), upstream.HasSynced())
 	}
 }
@@ -141,5 +145,8 @@ func TestFIFODifferential(t *testing.T) {
 
 func FuzzFIFODifferential(f *testing.F) {
 	f.Add([]byte{4, 3, 0, 1, 2, 3, 6, 6, 6, 6})
+	// The first Replace queues p0 and p1, p0 is deleted, one Pop, then an
+	// empty Replace: whether client-go ends synced depends on its map order.
+	f.Add([]byte{4, 2, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 6, 4, 0})
 	f.Fuzz(func(t *testing.T, data []byte) { runFIFODiff(t, data) })
 }
