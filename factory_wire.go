@@ -159,8 +159,12 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 			}
 			if compact != nil {
 				// The objects are the store's as decoded: their records
-				// are made of the watch's bytes.
+				// are made of the watch's bytes, and the codec holds a
+				// bounded number of them, which an update may share
+				// unchanged parts with while it does.
 				opts.Decoded = compact.Offer
+				opts.Previous = d.held(compact)
+				opts.WeakPrevious = true
 			}
 		}
 		return wire.NewSource(client, mapping.Resource.Resource, sc.namespace, dec, opts)
@@ -268,6 +272,25 @@ func (d *wireDecoding[T]) previous(ref wire.ObjectRef) (T, bool) {
 	}
 	var buf [128]byte // the key, spelled on the stack for the lookup
 	return inf.GetIndexer().getKeyBytes(appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name))
+}
+
+// held returns the Previous of a compact store of c's records: the decoded
+// object c holds for the record of ref's namespace and name, never decoding
+// one.
+func (d *wireDecoding[T]) held(c *wire.Compact[T]) func(wire.ObjectRef) (T, bool) {
+	return func(ref wire.ObjectRef) (T, bool) {
+		var zero T
+		inf := d.inf.Load()
+		if inf == nil {
+			return zero, false
+		}
+		var buf [128]byte // the key, spelled on the stack for the lookup
+		_, rec, ok := lookup(&inf.GetIndexer().Store, appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name))
+		if !ok || rec == nil {
+			return zero, false
+		}
+		return c.HeldObject(rec)
+	}
 }
 
 // cached returns the cached object of ref's namespace and name, if it has

@@ -259,6 +259,16 @@ func (c *Compact[PP]) DecodeOwned(r *Record) (obj PP, owned bool, err error) {
 	return obj, err == nil, err
 }
 
+// HeldObject returns the decoded object r holds, if any, without decoding
+// r and without marking it read: the cache may let go of it at any time.
+func (c *Compact[PP]) HeldObject(r *Record) (PP, bool) {
+	if p := r.cached(); p != nil {
+		return cast[PP](p), true
+	}
+	var zero PP
+	return zero, false
+}
+
 // held returns the decoded object r holds, if any, and marks r read.
 func (c *Compact[PP]) held(r *Record) (PP, bool) {
 	p := r.cached()

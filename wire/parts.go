@@ -3,8 +3,10 @@ package wire
 import (
 	"hash/maphash"
 	"reflect"
+	"runtime"
 	"sync"
 	"unsafe"
+	"weak"
 )
 
 // Most watch events of a busy resource change a small part of an object:
@@ -182,17 +184,37 @@ func (d *Decoder[PP]) decodeAround(b []byte, p unsafe.Pointer, a *aliases, own b
 // until the next update or delete; a DELETED event drops the entry, and a
 // new list or watch-list start drops them all, so that an object deleted
 // while no watch ran is not held past the next list.
+//
+// A weak table (SourceOptions.WeakPrevious) holds no object alive: its
+// cache lets go of decoded objects at any time (a compact store's codec
+// keeps a bounded number), and an entry dropped only by the next update
+// or delete would keep one decoded object per updated key. Its entries
+// point to their objects weakly, and an entry goes when its object is
+// collected, so that it remembers no more objects than live ones.
 type partsTable struct {
-	mu sync.Mutex
-	m  map[string]*partsEntry
+	mu   sync.Mutex
+	m    map[string]*partsEntry
+	weak bool
 }
 
 type partsEntry struct {
-	obj   unsafe.Pointer // the P decoded from the bytes parts hashed
+	obj   unsafe.Pointer // the P decoded from the bytes parts hashed; nil in a weak table
+	wp    weak.Pointer[byte]
 	parts parts
 }
 
-func newPartsTable() *partsTable { return &partsTable{m: map[string]*partsEntry{}} }
+// object returns the object of e, nil if a weak table's object was
+// collected.
+func (e *partsEntry) object() unsafe.Pointer {
+	if e.obj != nil {
+		return e.obj
+	}
+	return unsafe.Pointer(e.wp.Value())
+}
+
+func newPartsTable(weak bool) *partsTable {
+	return &partsTable{m: map[string]*partsEntry{}, weak: weak}
+}
 
 // get returns the entry of key, a copy, and whether there is one.
 func (t *partsTable) get(key []byte) (partsEntry, bool) {
@@ -212,13 +234,32 @@ func (t *partsTable) put(key []byte, obj unsafe.Pointer, ps parts) {
 		t.forget(key)
 		return
 	}
+	e := partsEntry{obj: obj, parts: ps}
+	if t.weak {
+		e.obj, e.wp = nil, weak.Make((*byte)(obj))
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e, ok := t.m[string(key)]; ok {
-		e.obj, e.parts = obj, ps
-		return
+	k := string(key)
+	if old, ok := t.m[k]; ok {
+		*old = e
+	} else {
+		k = string(key) // the map's own copy, which the cleanup below shares
+		t.m[k] = &e
 	}
-	t.m[string(key)] = &partsEntry{obj: obj, parts: ps}
+	if t.weak {
+		runtime.AddCleanup((*byte)(obj), t.collected, k)
+	}
+}
+
+// collected drops the entry of key if its object is gone: a weak table's
+// object was collected, but key may have an entry of a later object.
+func (t *partsTable) collected(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.m[key]; ok && e.wp.Value() == nil {
+		delete(t.m, key)
+	}
 }
 
 // forget drops the entry of key.

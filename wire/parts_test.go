@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	goruntime "runtime"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -227,8 +229,15 @@ func podFrame(t testing.TB, typ watch.EventType, p *corev1.Pod) []byte {
 // A Source with Previous shares a MODIFIED event's unchanged parts with
 // the cached object when that object is the one it decoded from the
 // previous MODIFIED event, and only then; DELETED forgets the object, and
-// a list forgets them all.
+// a list forgets them all. With WeakPrevious it is the same while the
+// cache holds its objects.
 func TestSourcePrevious(t *testing.T) {
+	for _, weak := range []bool{false, true} {
+		t.Run(fmt.Sprintf("weak=%v", weak), func(t *testing.T) { testSourcePrevious(t, weak) })
+	}
+}
+
+func testSourcePrevious(t *testing.T, weak bool) {
 	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -239,6 +248,7 @@ func TestSourcePrevious(t *testing.T) {
 			p, ok := cache[string(ref.Namespace)+"/"+string(ref.Name)]
 			return p, ok
 		},
+		WeakPrevious: weak,
 	})
 	a := testobj.RealisticPod("ns", 0, 1)
 	b := testobj.RealisticPod("ns", 1, 1)
@@ -318,6 +328,71 @@ func TestSourcePrevious(t *testing.T) {
 	src.listing(metav1.ListOptions{Watch: true, SendInitialEvents: &yes})
 	if n := src.parts.len(); n != 0 {
 		t.Fatalf("%d objects remembered after a watch-list start, want 0", n)
+	}
+}
+
+// A Source with WeakPrevious keeps no object it remembers alive: once the
+// cache lets go of an update's object, the object is collected and the
+// Source forgets its parts; the next update is decoded whole. Without
+// WeakPrevious the Source holds the object until the next update of its
+// key.
+func TestSourceWeakPrevious(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := map[string]*corev1.Pod{}
+	src := NewSource(nil, "pods", "", d, SourceOptions[*corev1.Pod]{
+		Previous: func(ref ObjectRef) (*corev1.Pod, bool) {
+			p, ok := cache[string(ref.Namespace)+"/"+string(ref.Name)]
+			return p, ok
+		},
+		WeakPrevious: true,
+	})
+	pod := testobj.RealisticPod("ns", 0, 1)
+	decode := func(rv string) *corev1.Pod {
+		t.Helper()
+		pod = pod.DeepCopy()
+		pod.ResourceVersion = rv
+		pod.Status.ContainerStatuses[0].RestartCount++
+		ed := newEventDecoder(src, io.NopCloser(bytes.NewReader(podFrame(t, watch.Modified, pod))))
+		_, obj, err := ed.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*corev1.Pod)
+	}
+	first := decode("2")
+	cache["ns/"+first.Name] = first
+	second := decode("3")
+	if &second.Spec.Containers[0] != &first.Spec.Containers[0] {
+		t.Fatal("the update does not share the spec of the cached object")
+	}
+	collected := make(chan struct{})
+	goruntime.AddCleanup(second, func(ch chan struct{}) { close(ch) }, collected)
+	second = nil
+	clear(cache) // the cache lets go of both objects
+	deadline := time.Now().Add(10 * time.Second)
+	for done := false; !done || src.parts.len() != 0; {
+		select {
+		case <-collected:
+			done = true
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the object the Source remembers was not collected (%v) or its entry not dropped (%d entries) within 10s", done, src.parts.len())
+		}
+		goruntime.GC()
+		goruntime.Gosched()
+	}
+	third := decode("4")
+	cache["ns/"+third.Name] = third
+	if fourth := decode("5"); &fourth.Spec.Containers[0] != &third.Spec.Containers[0] {
+		t.Fatal("after the entry was dropped, an update of the object cached again does not share its spec")
+	}
+	got := decode("6")
+	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pod)), got); diff != "" {
+		t.Fatalf("-client-go +ours:\n%s", diff)
 	}
 }
 

@@ -59,6 +59,12 @@ type SourceOptions[PP any] struct {
 	// fields, sharing what they point to (see parts.go). The cached
 	// objects must be as the Source decoded them: no transform.
 	Previous func(ref ObjectRef) (PP, bool)
+	// WeakPrevious tells that the cache Previous reads lets go of its
+	// objects while they are current (a compact store's codec keeps a
+	// bounded number decoded): the Source then holds none of the objects
+	// it remembers alive, and forgets what it remembers of one once it is
+	// collected.
+	WeakPrevious bool
 }
 
 // Source lists and watches one resource through a REST client, decoding
@@ -78,7 +84,7 @@ type Source[PP any] struct {
 func NewSource[PP any](client rest.Interface, resource, namespace string, dec *Decoder[PP], opts SourceOptions[PP]) *Source[PP] {
 	s := &Source[PP]{client: client, resource: resource, namespace: namespace, dec: dec, opts: opts}
 	if opts.Previous != nil && dec.parts {
-		s.parts = newPartsTable()
+		s.parts = newPartsTable(opts.WeakPrevious)
 	}
 	return s
 }
@@ -192,8 +198,8 @@ func (s *Source[PP]) modified(b []byte) (PP, error) {
 	var prev unsafe.Pointer
 	var old *parts
 	if e, ok := s.parts.get(key); ok {
-		if obj, ok := s.opts.Previous(ref); ok && pointerOf(obj) == e.obj {
-			prev, old = e.obj, &e.parts
+		if obj, ok := s.opts.Previous(ref); ok && pointerOf(obj) == e.object() {
+			prev, old = pointerOf(obj), &e.parts
 		}
 	}
 	p, ps, err := s.dec.protobufParts(b, prev, old)
