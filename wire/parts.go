@@ -198,6 +198,7 @@ type partsTable struct {
 }
 
 type partsEntry struct {
+	key   string         // the map's key, which a weak table's cleanups share
 	obj   unsafe.Pointer // the P decoded from the bytes parts hashed; nil in a weak table
 	wp    weak.Pointer[byte]
 	parts parts
@@ -234,21 +235,20 @@ func (t *partsTable) put(key []byte, obj unsafe.Pointer, ps parts) {
 		t.forget(key)
 		return
 	}
-	e := partsEntry{obj: obj, parts: ps}
+	held, wp := obj, weak.Pointer[byte]{}
 	if t.weak {
-		e.obj, e.wp = nil, weak.Make((*byte)(obj))
+		held, wp = nil, weak.Make((*byte)(obj))
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := string(key)
-	if old, ok := t.m[k]; ok {
-		*old = e
-	} else {
-		k = string(key) // the map's own copy, which the cleanup below shares
-		t.m[k] = &e
+	e, ok := t.m[string(key)] // no copy: the compiler reads key in place
+	if !ok {
+		e = &partsEntry{key: string(key)}
+		t.m[e.key] = e
 	}
+	e.obj, e.wp, e.parts = held, wp, ps
 	if t.weak {
-		runtime.AddCleanup((*byte)(obj), t.collected, k)
+		runtime.AddCleanup((*byte)(obj), t.collected, e.key)
 	}
 }
 
