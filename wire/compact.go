@@ -271,15 +271,11 @@ func (c *Compact[PP]) HeldObject(r *Record) (PP, bool) {
 
 // held returns the decoded object r holds, if any, and marks r read.
 func (c *Compact[PP]) held(r *Record) (PP, bool) {
-	p := r.cached()
-	if p == nil {
-		var zero PP
-		return zero, false
-	}
-	if !r.hot.Load() {
+	p, ok := c.HeldObject(r)
+	if ok && !r.hot.Load() {
 		r.hot.Store(true)
 	}
-	return cast[PP](p), true
+	return p, ok
 }
 
 // decode decodes r into a new object, which it does not keep; with own,
