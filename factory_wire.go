@@ -265,13 +265,23 @@ func (d *wireDecoding[T]) settle() (*wire.Decoder[T], bool) {
 // previous returns the cached object of ref's namespace and name, for an
 // update to share the parts it did not change.
 func (d *wireDecoding[T]) previous(ref wire.ObjectRef) (T, bool) {
-	inf := d.inf.Load()
-	if inf == nil || inf.GetIndexer().Len() == 0 {
+	s := d.store()
+	if s == nil {
 		var zero T
 		return zero, false
 	}
 	var buf [128]byte // the key, spelled on the stack for the lookup
-	return inf.GetIndexer().getKeyBytes(appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name))
+	return s.getKeyBytes(appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name))
+}
+
+// store returns the store of the informer d decodes for, nil if it has
+// none yet or an empty one.
+func (d *wireDecoding[T]) store() *Store[T] {
+	inf := d.inf.Load()
+	if inf == nil || inf.GetIndexer().Len() == 0 {
+		return nil
+	}
+	return &inf.GetIndexer().Store
 }
 
 // held returns the Previous of a compact store of c's records: the decoded
@@ -280,12 +290,12 @@ func (d *wireDecoding[T]) previous(ref wire.ObjectRef) (T, bool) {
 func (d *wireDecoding[T]) held(c *wire.Compact[T]) func(wire.ObjectRef) (T, bool) {
 	return func(ref wire.ObjectRef) (T, bool) {
 		var zero T
-		inf := d.inf.Load()
-		if inf == nil {
+		s := d.store()
+		if s == nil {
 			return zero, false
 		}
 		var buf [128]byte // the key, spelled on the stack for the lookup
-		_, rec, ok := lookup(&inf.GetIndexer().Store, appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name))
+		_, rec, ok := lookup(s, appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name))
 		if !ok || rec == nil {
 			return zero, false
 		}
