@@ -237,19 +237,27 @@ func TestSourcePrevious(t *testing.T) {
 	}
 }
 
-func testSourcePrevious(t *testing.T, weak bool) {
+// cachedSource returns a Source of Pods whose Previous reads cache, by
+// namespace/name.
+func cachedSource(t *testing.T, weak bool) (src *Source[*corev1.Pod], cache map[string]*corev1.Pod) {
+	t.Helper()
 	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := map[string]*corev1.Pod{}
-	src := NewSource(nil, "pods", "", d, SourceOptions[*corev1.Pod]{
+	cache = map[string]*corev1.Pod{}
+	src = NewSource(nil, "pods", "", d, SourceOptions[*corev1.Pod]{
 		Previous: func(ref ObjectRef) (*corev1.Pod, bool) {
 			p, ok := cache[string(ref.Namespace)+"/"+string(ref.Name)]
 			return p, ok
 		},
 		WeakPrevious: weak,
 	})
+	return src, cache
+}
+
+func testSourcePrevious(t *testing.T, weak bool) {
+	src, cache := cachedSource(t, weak)
 	a := testobj.RealisticPod("ns", 0, 1)
 	b := testobj.RealisticPod("ns", 1, 1)
 	version := func(p *corev1.Pod, rv string) *corev1.Pod {
@@ -337,18 +345,7 @@ func testSourcePrevious(t *testing.T, weak bool) {
 // WeakPrevious the Source holds the object until the next update of its
 // key.
 func TestSourceWeakPrevious(t *testing.T) {
-	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := map[string]*corev1.Pod{}
-	src := NewSource(nil, "pods", "", d, SourceOptions[*corev1.Pod]{
-		Previous: func(ref ObjectRef) (*corev1.Pod, bool) {
-			p, ok := cache[string(ref.Namespace)+"/"+string(ref.Name)]
-			return p, ok
-		},
-		WeakPrevious: true,
-	})
+	src, cache := cachedSource(t, true)
 	pod := testobj.RealisticPod("ns", 0, 1)
 	decode := func(rv string) *corev1.Pod {
 		t.Helper()
