@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/typedkube/informer/internal/testobj"
 )
 
@@ -196,6 +197,69 @@ func TestCompactInformerUpdatesKeepDecodedObjects(t *testing.T) {
 		}
 		if h.others != 0 {
 			t.Errorf("%d of %d updates got an old object decoded again", h.others, h.seen)
+		}
+	})
+}
+
+// An update whose replaced record no longer holds its decoded object (a
+// kind with more objects than the codec's cache keeps) hands the handlers
+// an old object decoded again: equal to the version before, and sharing
+// the new object's parts whose bytes did not change, rather than a second
+// decoding of them.
+func TestCompactInformerOldObjectSharesUnchangedParts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newFakeSource()
+		first := src.Add(testobj.RealisticPod("ns", 1, 1))
+		inf := newCompactPodInformer(t, src, SharedIndexInformerOptions[*corev1.Pod]{})
+		type update struct{ old, new *corev1.Pod }
+		var mu sync.Mutex
+		var updates []update
+		if _, err := inf.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{UpdateFunc: func(old, new *corev1.Pod) {
+			mu.Lock()
+			defer mu.Unlock()
+			updates = append(updates, update{old, new})
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		startInformer(t, inf)
+		synctest.Wait()
+		key := mustKey(first)
+		versions := []*corev1.Pod{first.DeepCopy()}
+		for i, change := range []func(*corev1.Pod){
+			func(p *corev1.Pod) { p.Status.ContainerStatuses[0].RestartCount++ },
+			func(p *corev1.Pod) { p.Spec.Containers[0].Image += "-2" },
+		} {
+			rec := inf.indexer.recordOf(key)
+			if rec == nil {
+				t.Fatal("the compact store holds no record of the Pod")
+			}
+			inf.indexer.compact.codec.Forget(rec) // as the cache's clock hand would
+			next := versions[i].DeepCopy()
+			change(next)
+			versions = append(versions, src.Modify(next).DeepCopy())
+			synctest.Wait()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(updates) != 2 {
+			t.Fatalf("%d updates, want 2", len(updates))
+		}
+		for i, u := range updates {
+			if diff := cmp.Diff(versions[i], u.old); diff != "" {
+				t.Errorf("update %d: old object, -the version before +handed:\n%s", i, diff)
+			}
+			if diff := cmp.Diff(versions[i+1], u.new); diff != "" {
+				t.Errorf("update %d: new object, -the version +handed:\n%s", i, diff)
+			}
+		}
+		if u := updates[0]; &u.old.Spec.Containers[0] != &u.new.Spec.Containers[0] {
+			t.Error("a status update: the old object does not share the new one's spec")
+		}
+		if u := updates[0]; &u.old.Status.ContainerStatuses[0] == &u.new.Status.ContainerStatuses[0] {
+			t.Error("a status update: the old object shares the new one's status")
+		}
+		if u := updates[1]; &u.old.Status.ContainerStatuses[0] != &u.new.Status.ContainerStatuses[0] {
+			t.Error("a spec update: the old object does not share the new one's status")
 		}
 	})
 }

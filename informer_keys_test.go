@@ -40,7 +40,8 @@ func TestStoreKeepsItsKey(t *testing.T) {
 				{testobj.Pod("other", "a", "2"), "other/a"},
 				{testobj.Pod("", "cluster-scoped", "3"), "cluster-scoped"},
 			} {
-				first, _, existed, err := x.upsertVersion("", tc.pod, 0, false)
+				firstE, _, existed, err := x.upsertVersion("", tc.pod, 0, false)
+				first := firstE.key
 				if err != nil || existed || first != tc.want {
 					t.Fatalf("upsertVersion(%q) of a new object = %q, existed %v, %v; want %q, false, nil", "", first, existed, err, tc.want)
 				}
@@ -49,7 +50,8 @@ func TestStoreKeepsItsKey(t *testing.T) {
 				}
 				next := tc.pod.DeepCopy()
 				next.ResourceVersion += "0"
-				second, old, existed, err := x.upsertVersion("", next, 0, false)
+				secondE, old, existed, err := x.upsertVersion("", next, 0, false)
+				second := secondE.key
 				if err != nil || !existed || second != tc.want {
 					t.Fatalf("upsertVersion(%q) of a new version = %q, existed %v, %v; want %q, true, nil", "", second, existed, err, tc.want)
 				}
@@ -70,8 +72,8 @@ func TestStoreKeepsItsKey(t *testing.T) {
 				}
 			}
 			// A key given is kept as it is.
-			if k, _, _, err := x.upsertVersion("given", testobj.Pod("ns", "b", "4"), 0, false); err != nil || k != "given" {
-				t.Errorf("upsertVersion(%q) = %q, %v; want the key given", "given", k, err)
+			if k, _, _, err := x.upsertVersion("given", testobj.Pod("ns", "b", "4"), 0, false); err != nil || k.key != "given" {
+				t.Errorf("upsertVersion(%q) = %q, %v; want the key given", "given", k.key, err)
 			}
 			if got := x.ListKeys(); len(got) != 4 {
 				t.Errorf("ListKeys() = %q; want 4 keys", got)

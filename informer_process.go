@@ -136,7 +136,8 @@ func (s *SharedIndexInformer[T]) applyEvent(ctx context.Context, e *event[T], in
 // obj's, which the indexer finds (see Store.keyLocked).
 func (s *SharedIndexInformer[T]) upsert(ctx context.Context, key string, obj T, initial bool, notes []notification[T]) []notification[T] {
 	rvh := versionHash(obj.GetResourceVersion())
-	key, old, existed, err := s.indexer.upsertVersion(key, obj, rvh, true)
+	stored, old, existed, err := s.indexer.upsertVersion(key, obj, rvh, true)
+	key = stored.key
 	if err != nil {
 		if errors.Is(err, errNotCached) {
 			klog.FromContext(ctx).Error(err, "Left an object out of the cache", "key", key)
@@ -154,7 +155,7 @@ func (s *SharedIndexInformer[T]) upsert(ctx context.Context, key string, obj T, 
 			return notes
 		}
 		var ok bool
-		prev, ok = s.indexer.objectOf(old)
+		prev, ok = s.indexer.objectBeside(old, stored, obj)
 		s.indexer.forget(old)
 		if !ok {
 			return append(notes, notification[T]{kind: nAdd, key: key, new: obj, initial: initial})

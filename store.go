@@ -592,18 +592,20 @@ func (s *Store[T]) upsert(key string, obj T, lenient bool) (old entry[T], existe
 // upsertVersion is upsert for a writer that knows rvh, the versionHash of
 // obj's resource version, which the slot keeps (see entry.rvh). A key of
 // "" asks for the key appendKey makes of obj, which the Store must have
-// (see keyLocked); upsertVersion returns the key it stored obj under.
-func (s *Store[T]) upsertVersion(key string, obj T, rvh uint32, lenient bool) (stored string, old entry[T], existed bool, err error) {
+// (see keyLocked); upsertVersion returns the entry it stored: the key it
+// stored obj under, and in a compact store obj's record (nil if none).
+func (s *Store[T]) upsertVersion(key string, obj T, rvh uint32, lenient bool) (stored entry[T], old entry[T], existed bool, err error) {
 	if s.compact != nil {
 		return s.upsertRecord(key, encoded[T]{key: key, obj: obj, decoded: true}, lenient)
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	key = s.keyLocked(key, obj)
+	stored = entry[T]{key: key, obj: obj}
 	vals, err := s.idx.Load().values(obj, s.scratch[:0], lenient)
 	s.scratch = vals
 	if err != nil && !lenient {
-		return key, old, false, err
+		return stored, old, false, err
 	}
 	var lbls map[string]string
 	if s.labelsOf != nil {
@@ -613,7 +615,7 @@ func (s *Store[T]) upsertVersion(key string, obj T, rvh uint32, lenient bool) (s
 	old, existed = s.putLocked(key, obj, nil, vals, lbls, rvh)
 	s.mu.Unlock()
 	clear(vals)
-	return key, old, existed, err
+	return stored, old, existed, err
 }
 
 // keyLocked returns key, or if it is "", the key appendKey makes of obj:

@@ -40,6 +40,10 @@ type recordCodec[T any] interface {
 	// that read alone, sharing nothing a reader could write to with any
 	// other object; otherwise it is Decode's (see wire.Compact.DecodeOwned).
 	DecodeOwned(rec *wire.Record) (T, bool, error)
+	// DecodeBeside returns the object of a record that left the store
+	// for next, read beside like, next's object: the parts whose bytes
+	// the two records have alike are like's (see wire.Compact.DecodeBeside).
+	DecodeBeside(rec, next *wire.Record, like T) (T, error)
 	// Labels returns the labels of a record's object, read from its
 	// bytes: what MetaLabelsFunc returns for the decoded object.
 	Labels(rec *wire.Record) (map[string]string, error)
@@ -198,6 +202,21 @@ func (s *Store[T]) objectOf(e entry[T]) (T, bool) {
 	return s.decode(e.key, e.rec)
 }
 
+// objectBeside returns the object of old, which stored replaced (see
+// wire.Compact.DecodeBeside), for a reader that has stored's object like:
+// the parts of old's record whose bytes are stored's are like's.
+func (s *Store[T]) objectBeside(old, stored entry[T], like T) (T, bool) {
+	if old.rec == nil {
+		return old.obj, true
+	}
+	obj, err := s.compact.codec.DecodeBeside(old.rec, stored.rec, like)
+	if err != nil {
+		s.compact.failed(old.key, err)
+		return obj, false
+	}
+	return obj, true
+}
+
 // materialize decodes the records of es in place, leaving out those that
 // do not decode, and returns what remains. It holds no lock.
 func (s *Store[T]) materialize(es []entry[T]) []entry[T] {
@@ -329,7 +348,7 @@ func cutLast(key string) (before, after string, found bool) {
 // upsertRecord stores e under key in a compact store, as upsertVersion
 // does (key "" included), and returns the key and the entry it replaced.
 // lenient is as for replace.
-func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (stored string, old entry[T], existed bool, err error) {
+func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (stored entry[T], old entry[T], existed bool, err error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	key = s.keyLocked(key, e.obj)
@@ -337,14 +356,16 @@ func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (stored 
 	vals, lbls, err := s.prepare(&e, s.scratch[:0], lenient, false)
 	s.scratch = vals
 	defer clear(vals)
+	stored.key = key
 	if e.rec == nil || (err != nil && !lenient) {
-		return key, old, false, err
+		return stored, old, false, err
 	}
 	s.mu.Lock()
 	var zero T
 	old, existed = s.putLocked(key, zero, e.rec, vals, lbls, 0)
 	s.mu.Unlock()
-	return key, old, existed, err
+	stored.rec = e.rec
+	return stored, old, existed, err
 }
 
 // replaceEncoded makes the Store hold the objects of list, records from a

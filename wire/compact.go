@@ -259,6 +259,43 @@ func (c *Compact[PP]) DecodeOwned(r *Record) (obj PP, owned bool, err error) {
 	return obj, err == nil, err
 }
 
+// DecodeBeside returns the object of r, as Decode does, for a reader that
+// has like, the object of next as c decodes it (the record that replaced
+// r in a store, say), and reads r's beside it: a part of r (a top-level
+// message field other than the metadata, such as a Pod's spec) whose
+// bytes are next's is not decoded, and r's object shares like's value of
+// that field. Unless r holds its object already, the object is decoded
+// for this call and not kept: r is leaving.
+func (c *Compact[PP]) DecodeBeside(r, next *Record, like PP) (PP, error) {
+	if p, ok := c.HeldObject(r); ok {
+		return p, nil
+	}
+	lp := pointerOf(like)
+	if r.json || next == nil || next.json || lp == nil || !c.dec.parts {
+		return c.decode(r, false)
+	}
+	a, _ := c.aliasBufs.Get().(*aliases)
+	if a == nil {
+		a = new(aliases)
+	}
+	a.buf, a.segs = r.appendSegments(a.buf, a.segs)
+	a.at = 0
+	bp := c.buf()
+	nb := next.AppendTo((*bp)[:0])
+	obj, err := c.dec.recordBeside(a.buf, a, nb, lp)
+	*bp = nb[:0]
+	c.bufs.Put(bp)
+	clear(a.segs) // they point into r
+	a.buf, a.segs = a.buf[:0], a.segs[:0]
+	c.aliasBufs.Put(a)
+	if err != nil {
+		var zero PP
+		return zero, err
+	}
+	c.setKind(r, obj)
+	return obj, nil
+}
+
 // HeldObject returns the decoded object r holds, if any, without decoding
 // r and without marking it read: the cache may let go of it at any time.
 func (c *Compact[PP]) HeldObject(r *Record) (PP, bool) {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"hash/maphash"
 	"reflect"
 	"runtime"
@@ -132,10 +133,21 @@ func (d *Decoder[PP]) protobufParts(b []byte, prev unsafe.Pointer, old *parts) (
 		p, err := d.Protobuf(b)
 		return p, ps, err
 	}
+	p, err := d.decodeReusing(b, nil, prev, &ps, &spans, &reused)
+	if err != nil {
+		return p, parts{}, err
+	}
+	return p, ps, nil
+}
+
+// decodeReusing decodes b, whose parts are ps at spans, into a new P, but
+// for the parts reused names: the new P's fields of those are copies of
+// the P's at prev. With a, strings alias the memory a maps b to.
+func (d *Decoder[PP]) decodeReusing(b []byte, a *aliases, prev unsafe.Pointer, ps *parts, spans *[maxParts]span, reused *[maxParts]bool) (PP, error) {
 	var zero PP
 	p := unsafe_New(d.elemType)
-	if err := d.decodeAround(b, p, nil, false, &spans, &reused); err != nil {
-		return zero, parts{}, err
+	if err := d.decodeAround(b, p, a, false, spans, reused); err != nil {
+		return zero, err
 	}
 	for i, r := range reused {
 		if r {
@@ -143,7 +155,45 @@ func (d *Decoder[PP]) protobufParts(b []byte, prev unsafe.Pointer, old *parts) (
 			reflect.NewAt(o.typ, at(p, o.off)).Elem().Set(reflect.NewAt(o.typ, at(prev, o.off)).Elem())
 		}
 	}
-	return cast[PP](p), ps, nil
+	return cast[PP](p), nil
+}
+
+// recordBeside decodes b, a record's bytes that a maps to its memory, as
+// record does, but for the parts whose bytes nb, the bytes of the P at
+// like, has alike: the new P takes like's value of those fields. A part
+// is compared by its bytes, not by hash: nothing here says that like and
+// b are versions of one object.
+func (d *Decoder[PP]) recordBeside(b []byte, a *aliases, nb []byte, like unsafe.Pointer) (PP, error) {
+	if d.plan == nil || !d.parts || like == nil {
+		return d.record(b, a, false)
+	}
+	ps, spans, ok := d.scanParts(b)
+	if !ok {
+		return d.record(b, a, false)
+	}
+	nps, nspans, ok := d.scanParts(nb)
+	if !ok {
+		return d.record(b, a, false)
+	}
+	var reused [maxParts]bool
+	some := false
+	for i, p := range ps {
+		if p.num == 0 {
+			continue
+		}
+		for j, q := range nps {
+			if q.num == p.num {
+				if q == p && bytes.Equal(b[spans[i].start:spans[i].end], nb[nspans[j].start:nspans[j].end]) {
+					reused[i], some = true, true
+				}
+				break
+			}
+		}
+	}
+	if !some {
+		return d.record(b, a, false)
+	}
+	return d.decodeReusing(b, a, like, &ps, &spans, &reused)
 }
 
 // decodeAround decodes b into the P at p, but for the spans of the parts
