@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/typedkube/informer/internal/testobj"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A record read beside the record that replaced it decodes as it would
@@ -18,12 +17,7 @@ import (
 func TestCompactDecodeBeside(t *testing.T) {
 	d, c := newPodCompact(t)
 	base := testobj.RealisticPod("ns", 3, 2)
-	status := func(p *corev1.Pod) {
-		p.Status.Conditions[0].LastTransitionTime = metav1.Unix(1_800_000_000, 0)
-		p.Status.ContainerStatuses[0].RestartCount++
-	}
-	spec := func(p *corev1.Pod) { p.Spec.Containers[0].Image += "-2" }
-	meta := func(p *corev1.Pod) { p.Labels = map[string]string{"new": "label"} }
+	status, spec, meta := changeStatus, changeSpec, changeMeta
 	other := func(p *corev1.Pod) { *p = *testobj.RealisticPod("other", 9, 1) }
 	for _, tc := range []struct {
 		name                 string

@@ -38,6 +38,17 @@ func upstreamPod(t testing.TB, b []byte) *corev1.Pod {
 	return p
 }
 
+// Changes of a realistic Pod's status, spec and metadata, each of one part
+// of its bytes (or of none: the metadata is not a part).
+func changeStatus(p *corev1.Pod) {
+	p.Status.Conditions[0].LastTransitionTime = metav1.Unix(1_800_000_000, 0)
+	p.Status.ContainerStatuses[0].RestartCount++
+}
+
+func changeSpec(p *corev1.Pod) { p.Spec.Containers[0].Image += "-2" }
+
+func changeMeta(p *corev1.Pod) { p.Labels = map[string]string{"new": "label"} }
+
 // An update decoded with the parts of the object before it equals
 // client-go's decoding of its bytes, and shares the parts whose bytes did
 // not change with the object before it, and no other.
@@ -50,12 +61,7 @@ func TestProtobufPartsReusesUnchangedParts(t *testing.T) {
 		t.Fatal("a Pod has no parts")
 	}
 	base := testobj.RealisticPod("ns", 3, 2)
-	status := func(p *corev1.Pod) {
-		p.Status.Conditions[0].LastTransitionTime = metav1.Unix(1_800_000_000, 0)
-		p.Status.ContainerStatuses[0].RestartCount++
-	}
-	spec := func(p *corev1.Pod) { p.Spec.Containers[0].Image += "-2" }
-	meta := func(p *corev1.Pod) { p.Labels = map[string]string{"new": "label"} }
+	status, spec, meta := changeStatus, changeSpec, changeMeta
 	for _, tc := range []struct {
 		name                   string
 		change                 []func(*corev1.Pod)
