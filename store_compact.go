@@ -346,7 +346,8 @@ func cutLast(key string) (before, after string, found bool) {
 }
 
 // upsertRecord stores e under key in a compact store, as upsertVersion
-// does (key "" included), and returns the key and the entry it replaced.
+// does (key "" included), and returns the entry it stored (its key, and
+// its record unless it stored none) and the entry it replaced.
 // lenient is as for replace.
 func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (stored entry[T], old entry[T], existed bool, err error) {
 	s.writeMu.Lock()

@@ -274,20 +274,11 @@ func (c *Compact[PP]) DecodeBeside(r, next *Record, like PP) (PP, error) {
 	if r.json || next == nil || next.json || lp == nil || !c.dec.parts {
 		return c.decode(r, false)
 	}
-	a, _ := c.aliasBufs.Get().(*aliases)
-	if a == nil {
-		a = new(aliases)
-	}
-	a.buf, a.segs = r.appendSegments(a.buf, a.segs)
-	a.at = 0
 	bp := c.buf()
 	nb := next.AppendTo((*bp)[:0])
-	obj, err := c.dec.recordBeside(a.buf, a, nb, lp)
+	obj, err := c.aliased(r, func(b []byte, a *aliases) (PP, error) { return c.dec.recordBeside(b, a, nb, lp) })
 	*bp = nb[:0]
 	c.bufs.Put(bp)
-	clear(a.segs) // they point into r
-	a.buf, a.segs = a.buf[:0], a.segs[:0]
-	c.aliasBufs.Put(a)
 	if err != nil {
 		var zero PP
 		return zero, err
@@ -342,13 +333,19 @@ func (c *Compact[PP]) decode(r *Record, own bool) (PP, error) {
 // made over r's memory (see aliases); with own, one that shares nothing
 // else with other objects (see Decoder.record).
 func (c *Compact[PP]) protobuf(r *Record, own bool) (PP, error) {
+	return c.aliased(r, func(b []byte, a *aliases) (PP, error) { return c.dec.record(b, a, own) })
+}
+
+// aliased returns what decode makes of r's bytes, b, with a, which maps
+// b to r's memory: a pooled buffer, let go of when decode returns.
+func (c *Compact[PP]) aliased(r *Record, decode func(b []byte, a *aliases) (PP, error)) (PP, error) {
 	a, _ := c.aliasBufs.Get().(*aliases)
 	if a == nil {
 		a = new(aliases)
 	}
 	a.buf, a.segs = r.appendSegments(a.buf, a.segs)
 	a.at = 0
-	obj, err := c.dec.record(a.buf, a, own)
+	obj, err := decode(a.buf, a)
 	clear(a.segs) // they point into r
 	a.buf, a.segs = a.buf[:0], a.segs[:0]
 	c.aliasBufs.Put(a)

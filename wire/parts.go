@@ -162,9 +162,9 @@ func (d *Decoder[PP]) decodeReusing(b []byte, a *aliases, prev unsafe.Pointer, p
 // record does, but for the parts whose bytes nb, the bytes of the P at
 // like, has alike: the new P takes like's value of those fields. A part
 // is compared by its bytes, not by hash: nothing here says that like and
-// b are versions of one object.
+// b are versions of one object. like is not nil.
 func (d *Decoder[PP]) recordBeside(b []byte, a *aliases, nb []byte, like unsafe.Pointer) (PP, error) {
-	if d.plan == nil || !d.parts || like == nil {
+	if d.plan == nil {
 		return d.record(b, a, false)
 	}
 	ps, spans, ok := d.scanParts(b)
