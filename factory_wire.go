@@ -28,10 +28,11 @@ const (
 	// (FactoryOptions.Wire), and on a relist an object whose namespace,
 	// name and resourceVersion, read from the bytes, match the cached
 	// object's is not decoded at all: the cached object is used, and its
-	// handlers' OnUpdate receives the same pointer twice. An update (a
-	// MODIFIED event) of an object whose last update the cache holds
-	// decodes only the top-level fields whose bytes changed, besides the
-	// metadata: a Pod whose status changed takes the cached Pod's spec,
+	// handlers' OnUpdate receives the same pointer twice. An update or a
+	// delete (a MODIFIED or DELETED event) of an object whose last add or
+	// update from the watch the cache holds decodes only the top-level
+	// fields whose bytes changed, besides the metadata: a Pod whose status
+	// changed takes the cached Pod's spec,
 	// sharing what it points to (see wire.SourceOptions.Previous); not in
 	// a compact store. An informer with
 	// a transform (ForOptions.Transform, FactoryOptions.DefaultTransform, or

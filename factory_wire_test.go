@@ -460,6 +460,14 @@ func TestFactoryUpdateSharesUnchangedParts(t *testing.T) {
 				t.Fatal(err)
 			}
 			syncFactory(t, t.Context(), f)
+			// A read makes a compact store's codec hold the listed Pod
+			// decoded, as the delivery of its add does when it comes
+			// first: otherwise round 1's old object would be decoded
+			// beside the new one (wire.Compact.DecodeBeside), sharing its
+			// spec, however late that delivery is.
+			if _, ok := pods.GetIndexer().GetByKey(pod.Namespace + "/" + pod.Name); !ok {
+				t.Fatal("the listed Pod is not cached")
+			}
 			for round := 1; round <= 4; round++ {
 				want := pod.DeepCopy()
 				want.Status.ContainerStatuses[0].RestartCount = int32(round)
@@ -488,6 +496,78 @@ func TestFactoryUpdateSharesUnchangedParts(t *testing.T) {
 					t.Errorf("round %d: spec shared with the replaced object %v, want %v; status shared %v, want false", round, sharedSpec, wantShared, sharedStatus)
 				}
 				pod = want
+			}
+		})
+	}
+}
+
+// A Pod added after the informer synced (a watch's ADDED event, not a
+// listed one) is remembered: its first update shares the parts its bytes
+// did not change with the added object, and its delete shares the parts
+// of the last update (default store and compact store). Each object
+// equals the server's.
+func TestFactoryAddedObjectSharesPartsWithItsUpdateAndDelete(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
+			srv := newFakeAPI(t, podsResource)
+			f := newTestFactory(t, srv, FactoryOptions{})
+			pods, err := For(f, ForOptions[*corev1.Pod]{Compact: compact})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type event struct{ old, obj *corev1.Pod }
+			events := make(chan event, 8)
+			if _, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{
+				AddFunc:    func(obj *corev1.Pod, _ bool) { events <- event{nil, obj} },
+				UpdateFunc: func(old, obj *corev1.Pod) { events <- event{old, obj} },
+				DeleteFunc: func(d DeletedObject[*corev1.Pod]) { events <- event{nil, d.Obj} },
+			}); err != nil {
+				t.Fatal(err)
+			}
+			syncFactory(t, t.Context(), f)
+			next := func(what string) event {
+				t.Helper()
+				select {
+				case e := <-events:
+					return e
+				case <-time.After(30 * time.Second):
+					t.Fatalf("no %s within 30s", what)
+				}
+				return event{}
+			}
+			pod := testobj.RealisticPod("ns", 0, 1)
+			if err := srv.Create(pod); err != nil {
+				t.Fatal(err)
+			}
+			added := next("add").obj
+			want := pod.DeepCopy()
+			want.Status.ContainerStatuses[0].RestartCount++
+			if err := srv.Update(want); err != nil {
+				t.Fatal(err)
+			}
+			u := next("update")
+			want.ResourceVersion = u.obj.ResourceVersion // the server's
+			if diff := cmp.Diff(want, u.obj, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("-server +cached:\n%s", diff)
+			}
+			if &u.obj.Spec.Containers[0] != &added.Spec.Containers[0] {
+				t.Error("the first update of an added Pod does not share its spec with the added object")
+			}
+			if &u.obj.Status.ContainerStatuses[0] == &added.Status.ContainerStatuses[0] {
+				t.Error("the update shares the status it changed")
+			}
+			if err := srv.Delete(want); err != nil {
+				t.Fatal(err)
+			}
+			d := next("delete").obj
+			if d.Name != want.Name {
+				t.Fatalf("deleted %s, want %s", d.Name, want.Name)
+			}
+			if diff := cmp.Diff(want, d, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ResourceVersion")); diff != "" {
+				t.Fatalf("-server +deleted:\n%s", diff)
+			}
+			if &d.Spec.Containers[0] != &u.obj.Spec.Containers[0] || &d.Status.ContainerStatuses[0] != &u.obj.Status.ContainerStatuses[0] {
+				t.Error("the deleted Pod does not share its spec and status with the last update's object")
 			}
 		})
 	}

@@ -50,8 +50,8 @@ type Options struct {
 	// it.
 	NoMapSharing bool
 	// NoPartReuse makes a Source decode every update whole. By default,
-	// with SourceOptions.Previous, an update (a MODIFIED event) takes the
-	// parts whose bytes did not change (top-level message fields but the
+	// with SourceOptions.Previous, an update or a delete (a MODIFIED or
+	// DELETED event) takes the parts whose bytes did not change (top-level message fields but the
 	// metadata, such as a Pod's spec) from the cached object it replaces,
 	// sharing what they point to. A program that writes to a cached
 	// object's part (which the contract forbids) then sees its write in

@@ -15,14 +15,23 @@ import (
 // bytes besides its managedFields, comes again as it was. A Source with
 // SourceOptions.Previous decodes such an update without its unchanged
 // parts. A part is a top-level field of the object that holds one message
-// and is not its metadata (a Pod's spec and status); for each object a
-// MODIFIED event brought, the Source remembers the object it decoded and
-// the hash of each part's bytes. When the next MODIFIED event of that
-// object comes while the cache still holds that very object (Previous
-// returns it), a part whose bytes hash as before is not decoded: the new
-// object takes the cached object's value of the field, sharing what it
-// points to, as a relist shares a whole unchanged object. The metadata,
-// whose resourceVersion changes with every event, is always decoded.
+// and is not its metadata (a Pod's spec and status); for each object an
+// ADDED or MODIFIED event brought, the Source remembers the object it
+// decoded and the hash of each part's bytes. When the next MODIFIED or
+// DELETED event of that object comes while the cache still holds that
+// very object (Previous returns it), a part whose bytes hash as before is
+// not decoded: the new object takes the cached object's value of the
+// field, sharing what it points to, as a relist shares a whole unchanged
+// object. The metadata, whose resourceVersion changes with every event,
+// is always decoded. A ReplicaSet's new Pod is added, updated by the
+// kubelet (its spec as it was added) and deleted (its spec and status
+// as last updated): only the add decodes whole.
+//
+// Listed objects are not remembered, nor the ADDED events of a
+// watch-list's initial state, which are a list: hashing the parts of
+// every object at the start costs the start, and an entry per object
+// costs memory, for objects most of which may never change. Their first
+// update decodes whole.
 
 // maxParts is the number of parts of an object the Source remembers; a
 // further one is decoded every time.

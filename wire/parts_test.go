@@ -232,10 +232,11 @@ func podFrame(t testing.TB, typ watch.EventType, p *corev1.Pod) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(ev))), ev...)
 }
 
-// A Source with Previous shares a MODIFIED event's unchanged parts with
-// the cached object when that object is the one it decoded from the
-// previous MODIFIED event, and only then; DELETED forgets the object, and
-// a list forgets them all. With WeakPrevious it is the same while the
+// A Source with Previous shares a MODIFIED or DELETED event's unchanged
+// parts with the cached object when that object is the one it decoded from
+// the previous ADDED or MODIFIED event, and only then; DELETED forgets the
+// object, a list forgets them all, and the ADDED events of a watch-list's
+// initial state are not remembered. With WeakPrevious it is the same while the
 // cache holds its objects.
 func TestSourcePrevious(t *testing.T) {
 	for _, weak := range []bool{false, true} {
@@ -278,13 +279,14 @@ func testSourcePrevious(t *testing.T, weak bool) {
 		cache  bool // the cache takes the event's object
 		shared bool // the object shares its spec with the cached one
 	}
-	run := func(t *testing.T, steps []step) {
+	run := func(t *testing.T, initial bool, steps []step) {
 		t.Helper()
 		var stream []byte
 		for _, s := range steps {
 			stream = append(stream, podFrame(t, s.typ, s.pod)...)
 		}
 		ed := newEventDecoder(src, io.NopCloser(bytes.NewReader(stream)))
+		ed.initial = initial
 		for i, s := range steps {
 			_, obj, err := ed.Decode()
 			if err != nil {
@@ -295,7 +297,7 @@ func testSourcePrevious(t *testing.T, weak bool) {
 				t.Fatalf("event %d, -client-go +ours:\n%s", i, diff)
 			}
 			key := p.Namespace + "/" + p.Name
-			if c := cache[key]; c != nil && s.typ == watch.Modified {
+			if c := cache[key]; c != nil && (s.typ == watch.Modified || s.typ == watch.Deleted) {
 				if shared := &p.Spec.Containers[0] == &c.Spec.Containers[0]; shared != s.shared {
 					t.Errorf("event %d (%s %s): spec shared with the cached object: %v, want %v", i, s.typ, key, shared, s.shared)
 				}
@@ -311,16 +313,16 @@ func testSourcePrevious(t *testing.T, weak bool) {
 			t.Fatalf("after the events: %v", err)
 		}
 	}
-	run(t, []step{
+	run(t, false, []step{
 		{typ: watch.Added, pod: a, cache: true},
-		{typ: watch.Added, pod: b, cache: true},
-		{typ: watch.Modified, pod: version(a, "2"), cache: true},               // no parts known yet
+		{typ: watch.Added, pod: b},                                             // not cached yet
+		{typ: watch.Modified, pod: version(a, "2"), cache: true, shared: true}, // the cache has the added object
 		{typ: watch.Modified, pod: version(a, "3"), cache: true, shared: true}, // the cache has the object of "2"
 		{typ: watch.Modified, pod: version(a, "4"), shared: true},              // the cache keeps "3", as if not yet applied
 		{typ: watch.Modified, pod: version(a, "5"), cache: true},               // the cache has "3", the table "4"
-		{typ: watch.Modified, pod: version(b, "6"), cache: true},
+		{typ: watch.Modified, pod: version(b, "6"), cache: true},               // the cache has not b's added object
 		{typ: watch.Modified, pod: version(b, "7"), cache: true, shared: true},
-		{typ: watch.Deleted, pod: version(b, "8")},
+		{typ: watch.Deleted, pod: version(b, "8"), shared: true},
 	})
 	if n := src.parts.len(); n != 1 {
 		t.Fatalf("%d objects remembered after DELETED, want 1", n)
@@ -337,12 +339,27 @@ func testSourcePrevious(t *testing.T, weak bool) {
 	if n := src.parts.len(); n != 0 {
 		t.Fatalf("%d objects remembered after a list, want 0", n)
 	}
-	run(t, []step{{typ: watch.Modified, pod: version(a, "9"), cache: true}}) // forgotten: decoded whole
+	run(t, false, []step{{typ: watch.Modified, pod: version(a, "9"), cache: true}}) // forgotten: decoded whole
 	yes := true
 	src.listing(metav1.ListOptions{Watch: true, SendInitialEvents: &yes})
 	if n := src.parts.len(); n != 0 {
 		t.Fatalf("%d objects remembered after a watch-list start, want 0", n)
 	}
+	// A watch-list's initial ADDED events are a list, up to its BOOKMARK;
+	// an ADDED event after it is an object added since.
+	clear(cache)
+	c, d := testobj.RealisticPod("ns", 2, 1), testobj.RealisticPod("ns", 3, 1)
+	end := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "10", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	run(t, true, []step{
+		{typ: watch.Added, pod: c, cache: true},
+		{typ: watch.Added, pod: a, cache: true},
+		{typ: watch.Bookmark, pod: end},
+		{typ: watch.Added, pod: d, cache: true},
+		{typ: watch.Modified, pod: version(c, "11"), cache: true}, // listed: decoded whole
+		{typ: watch.Modified, pod: version(d, "12"), cache: true, shared: true},
+		{typ: watch.Deleted, pod: version(a, "13")}, // listed: decoded whole
+		{typ: watch.Deleted, pod: version(d, "14"), shared: true},
+	})
 }
 
 // A Source with WeakPrevious keeps no object it remembers alive: once the

@@ -50,14 +50,16 @@ type SourceOptions[PP any] struct {
 	// instead of encoding the object again.
 	Decoded func(obj PP, b []byte)
 	// Previous, when set, returns the cached object of ref's namespace and
-	// name, whatever its resourceVersion. A MODIFIED event of a protobuf
-	// watch then decodes its object without the parts (top-level message
-	// fields other than the metadata, such as a Pod's spec and status)
-	// whose bytes are those the cached object was decoded from, when that
-	// object is the one the Source decoded from the previous MODIFIED
-	// event: the new object takes the cached object's values of those
-	// fields, sharing what they point to (see parts.go). The cached
-	// objects must be as the Source decoded them: no transform.
+	// name, whatever its resourceVersion. A MODIFIED or DELETED event of a
+	// protobuf watch then decodes its object without the parts (top-level
+	// message fields other than the metadata, such as a Pod's spec and
+	// status) whose bytes are those the cached object was decoded from,
+	// when that object is the one the Source decoded from the previous
+	// ADDED or MODIFIED event: the new object takes the cached object's
+	// values of those fields, sharing what they point to (see parts.go).
+	// Listed objects, and the ADDED events of a watch-list's initial
+	// state, are not remembered: the first update of each decodes whole.
+	// The cached objects must be as the Source decoded them: no transform.
 	Previous func(ref ObjectRef) (PP, bool)
 	// WeakPrevious tells that the cache Previous reads lets go of its
 	// objects while they are current (a compact store's codec keeps a
@@ -186,12 +188,22 @@ func (s *Source[PP]) listing(opts metav1.ListOptions) {
 	}
 }
 
-// modified decodes the bare protobuf message of a MODIFIED event's object,
-// without the parts it has as the cached object had them (see parts.go).
-func (s *Source[PP]) modified(b []byte) (PP, error) {
+// changed decodes the bare protobuf message of an object a watch event
+// brought after the initial state (ADDED, MODIFIED or DELETED), without
+// the parts it has as the cached object had them (see parts.go). The
+// parts of an added or modified object are remembered for its next event;
+// a deleted object's are forgotten. An ADDED object the cache still holds
+// at that resourceVersion (Reuse) is taken as it is.
+func (s *Source[PP]) changed(b []byte, et watch.EventType) (p PP, reused bool, err error) {
 	ref, err := PeekProtobufMeta(b)
 	if err != nil {
-		return s.dec.Protobuf(b) // which says what is wrong
+		p, err = s.dec.Protobuf(b) // which says what is wrong
+		return p, false, err
+	}
+	if et == watch.Added && s.opts.Reuse != nil {
+		if p, ok := s.opts.Reuse(ref); ok {
+			return p, true, nil
+		}
 	}
 	var buf [128]byte
 	key := appendRefKey(buf[:0], ref)
@@ -203,20 +215,12 @@ func (s *Source[PP]) modified(b []byte) (PP, error) {
 		}
 	}
 	p, ps, err := s.dec.protobufParts(b, prev, old)
-	if err != nil {
+	if err != nil || et == watch.Deleted {
 		s.parts.forget(key)
-		return p, err
+		return p, false, err
 	}
 	s.parts.put(key, pointerOf(p), ps)
-	return p, nil
-}
-
-// deleted forgets the parts of a DELETED event's object.
-func (s *Source[PP]) deleted(b []byte) {
-	if ref, err := PeekProtobufMeta(b); err == nil {
-		var buf [128]byte
-		s.parts.forget(appendRefKey(buf[:0], ref))
-	}
+	return p, false, nil
 }
 
 // object decodes the bare protobuf message of one object, or reuses the
@@ -251,6 +255,7 @@ func (s *Source[PP]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.
 		return nil, err
 	}
 	d := newEventDecoder(s, body)
+	d.initial = opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	w := newStreamWatcher(func() (watch.Event, error) {
 		typ, obj, err := d.Decode()
 		return watch.Event{Type: typ, Object: obj}, err
@@ -266,6 +271,11 @@ type eventDecoder[PP any] struct {
 	r      *bufio.Reader
 	frames *FrameReader  // protobuf
 	json   *json.Decoder // JSON
+	// initial says that the stream still sends the initial state of a
+	// watch-list (SendInitialEvents), which ends with a BOOKMARK: its
+	// ADDED events are listed objects, whose parts are not remembered
+	// (see Source.changed), as a list's are not.
+	initial bool
 }
 
 func newEventDecoder[PP any](s *Source[PP], body io.ReadCloser) *eventDecoder[PP] {
@@ -310,12 +320,12 @@ func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
 	var p PP
 	var reused bool
 	switch {
-	case et == watch.Modified && d.s.parts != nil:
-		p, err = d.s.modified(raw)
+	case et == watch.Bookmark:
+		d.initial = false
+		p, reused, err = d.s.object(raw, false)
+	case d.s.parts != nil && !(et == watch.Added && d.initial):
+		p, reused, err = d.s.changed(raw, et)
 	default:
-		if et == watch.Deleted && d.s.parts != nil {
-			d.s.deleted(raw)
-		}
 		p, reused, err = d.s.object(raw, et == watch.Added)
 	}
 	if err != nil {
