@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/typedkube/informer/internal/testobj"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -73,6 +74,50 @@ func ourEvents(dec *Decoder[*corev1.Pod], body []byte) []event {
 	return drain(newEventDecoder(&Source[*corev1.Pod]{dec: dec}, io.NopCloser(bytes.NewReader(body))).Decode)
 }
 
+// ourEventsWithPrevious decodes body as a Source with Previous does (see
+// parts.go), over a cache that takes each ADDED and MODIFIED event's Pod
+// and drops each DELETED one's, as an informer's store does.
+func ourEventsWithPrevious(dec *Decoder[*corev1.Pod], body []byte) []event {
+	cache := map[string]*corev1.Pod{}
+	src := NewSource(nil, "pods", "", dec, SourceOptions[*corev1.Pod]{Previous: func(ref ObjectRef) (*corev1.Pod, bool) {
+		p, ok := cache[string(ref.Namespace)+"/"+string(ref.Name)]
+		return p, ok
+	}})
+	ed := newEventDecoder(src, io.NopCloser(bytes.NewReader(body)))
+	return drain(func() (watch.EventType, runtime.Object, error) {
+		typ, obj, err := ed.Decode()
+		if p, ok := obj.(*corev1.Pod); ok && err == nil {
+			switch key := p.Namespace + "/" + p.Name; typ {
+			case watch.Added, watch.Modified:
+				cache[key] = p
+			case watch.Deleted:
+				delete(cache, key)
+			}
+		}
+		return typ, obj, err
+	})
+}
+
+// sameEvents fails t unless got are the events of want: the same types and
+// objects, and the same errors.
+func sameEvents(t *testing.T, want, got []event) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].typ != want[i].typ {
+			t.Fatalf("event %d: %s, want %s", i, got[i].typ, want[i].typ)
+		}
+		if (got[i].err == nil) != (want[i].err == nil) || got[i].err != nil && got[i].err.Error() != want[i].err.Error() {
+			t.Fatalf("event %d: error %v, want %v", i, got[i].err, want[i].err)
+		}
+		if d := cmp.Diff(want[i].obj, got[i].obj); d != "" {
+			t.Fatalf("event %d (-want +got):\n%s", i, d)
+		}
+	}
+}
+
 // drain returns the events of decode up to and including its first error.
 func drain(decode func() (watch.EventType, runtime.Object, error)) []event {
 	var out []event
@@ -91,7 +136,9 @@ func drain(decode func() (watch.EventType, runtime.Object, error)) []event {
 // ErrTruncated or ErrMalformed; and every event client-go's watch decoder
 // gives a Pod or the server's Status for, ours gives alike, until the
 // first event client-go decodes otherwise (ours decodes every object as
-// a Pod, whatever kind its envelope names).
+// a Pod, whatever kind its envelope names). A Source with Previous, which
+// takes the unchanged parts of MODIFIED and DELETED events from the
+// objects of the events before them, gives the same events as one without.
 func FuzzWatchStream(f *testing.F) {
 	pod, err := benchPod(1).Marshal()
 	if err != nil {
@@ -113,6 +160,20 @@ func FuzzWatchStream(f *testing.F) {
 	f.Add([]byte(`{"type":"ADDED","object":` + string(js) + "}\n" +
 		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":410}}`))
 	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{]}}`))
+	// A realistic Pod added, given a status, relabelled and deleted:
+	// every event after the add has parts to take.
+	rp := testobj.RealisticPod("ns", 0, 1)
+	var life []byte
+	for i, typ := range []string{"ADDED", "MODIFIED", "MODIFIED", "DELETED"} {
+		switch i {
+		case 1:
+			rp.Status.ContainerStatuses[0].RestartCount++
+		case 2:
+			rp.Labels["rollout"] = "2"
+		}
+		life = append(life, frameOf(f, typ, "Pod", marshalPod(f, rp))...)
+	}
+	f.Add(life)
 	dec, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 	if err != nil {
 		f.Fatal(err)
@@ -122,6 +183,7 @@ func FuzzWatchStream(f *testing.F) {
 			return
 		}
 		ours := ourEvents(dec, body)
+		sameEvents(t, ours, ourEventsWithPrevious(dec, body))
 		last := ours[len(ours)-1].err
 		if !errors.Is(last, io.EOF) && !errors.Is(last, io.ErrUnexpectedEOF) {
 			checkDecodeError(t, "a watch stream", last)
