@@ -27,11 +27,7 @@ func compactCodec[T Object](t testing.TB, inf *SharedIndexInformer[T]) *wire.Com
 	if c == nil {
 		t.Fatal("the informer's store is not compact")
 	}
-	codec, ok := c.codec.(*wire.Compact[T])
-	if !ok {
-		t.Fatalf("the compact store's codec is a %T", c.codec)
-	}
-	return codec
+	return c.codec
 }
 
 // TestFactoryCompact: a compact informer of the factory lists the Pods'
@@ -420,7 +416,7 @@ func TestFactoryCompactWatchedRecordsOfEventBytes(t *testing.T) {
 				}
 				return len(pods.GetIndexer().List()) == n
 			})
-			codec := pods.GetIndexer().compact.codec.(*wire.Compact[*corev1.Pod])
+			codec := pods.GetIndexer().compact.codec
 			want := int64(n)
 			if transform {
 				want = 0

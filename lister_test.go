@@ -112,18 +112,14 @@ func podListers(t *testing.T, pods []*corev1.Pod) (Lister[*corev1.Pod], corev1li
 	return Lister[*corev1.Pod]{indexer: ours, resource: corev1.Resource("pods")}, corev1listers.NewPodLister(theirs)
 }
 
-// refusingCodec is a compact store's codec whose records never decode.
-type refusingCodec struct{ recordCodec[*corev1.Pod] }
-
 var errRefused = errors.New("refused for the test")
-
-func (refusingCodec) Decode(*wire.Record) (*corev1.Pod, error) { return nil, errRefused }
 
 // A compact store's Get of a record that does not decode reports it under
 // its key, namespace/name as spelled for the lookup, and finds nothing.
 func TestListerGetUndecodable(t *testing.T) {
 	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
-	x.setCompact(refusingCodec{wire.NewCompact(podDecoder(), 0)}, true)
+	x.setCompact(wire.NewCompact(podDecoder(), 0), true)
+	x.compact.decode = func(*wire.Record) (*corev1.Pod, error) { return nil, errRefused } // no stored record decodes
 	var reported []string
 	x.compact.failed = func(key string, err error) {
 		if !errors.Is(err, errRefused) {

@@ -18,8 +18,8 @@ import (
 // labels are computed once, when the object is written, and kept as a
 // plain Store keeps them: reads find objects as fast, and decode each one
 // they return, unless the codec's small cache of decoded objects has it.
-// The Store meets the records through recordCodec alone: it never reads
-// their bytes.
+// The Store meets the records through their codec alone (recordCodec): it
+// never reads their bytes.
 //
 // An object written as an object (Add, Update, a watch event) has its
 // index functions run on it and is encoded; one listed by a compact source
@@ -27,37 +27,15 @@ import (
 // that need the whole object only: the namespace index and the label
 // index read what they need from its key and its bytes.
 
-// recordCodec encodes objects into records and decodes them back:
-// package wire's Compact.
-type recordCodec[T any] interface {
-	// Encode returns the record of obj, which it keeps as the record's
-	// decoded object for a while.
-	Encode(obj T) (*wire.Record, error)
-	// Decode returns the object of a record.
-	Decode(rec *wire.Record) (T, error)
-	// DecodeOwned returns the object of a record for a reader that keeps
-	// or changes it, and whether it is the reader's own: one decoded for
-	// that read alone, sharing nothing a reader could write to with any
-	// other object; otherwise it is Decode's (see wire.Compact.DecodeOwned).
-	DecodeOwned(rec *wire.Record) (T, bool, error)
-	// DecodeBeside returns the object of a record that left the store
-	// for next, read beside like, next's object: the parts whose bytes
-	// the two records have alike are like's (see wire.Compact.DecodeBeside).
-	DecodeBeside(rec, next *wire.Record, like T) (T, error)
-	// Labels returns the labels of a record's object, read from its
-	// bytes: what MetaLabelsFunc returns for the decoded object.
-	Labels(rec *wire.Record) (map[string]string, error)
-	// SharedBytesOf returns the length of the runs of bytes the records
-	// share, each counted once: those of its table, and those of the
-	// records it is given that its table has dropped.
-	SharedBytesOf(records iter.Seq[*wire.Record]) int
-	// DecodedBytes returns the heap bytes of the decoded objects the
-	// codec keeps, a bounded number.
-	DecodedBytes() int
-	// Forget tells the codec that a record has left the store: the
-	// decoded object it keeps gives its place to the next one.
-	Forget(rec *wire.Record)
-}
+// recordCodec encodes objects into records and decodes them back: package
+// wire's Compact, called as itself. Not through an interface of T's
+// methods: the linker keeps, for a method called through a generic
+// interface, every method of that name of every type a program puts in an
+// interface (it knows the name alone), and Encode and Decode kept
+// go.yaml.in/yaml/v3's encoder and decoder, among others, in every
+// program with a compact store's code: about 0.5 MB of a manager's
+// binary.
+type recordCodec[T any] = *wire.Compact[T]
 
 // compactState is what a compact Store adds to a Store.
 type compactState[T any] struct {
@@ -71,6 +49,10 @@ type compactState[T any] struct {
 	// failed is told about a stored record that does not decode, which a
 	// read then leaves out: never seen, as records are checked when made.
 	failed func(key string, err error)
+	// decode is codec.Decode and sharedBytesOf codec.SharedBytesOf, for
+	// the stored records: a test's may refuse, or note what it is given.
+	decode        func(rec *wire.Record) (T, error)
+	sharedBytesOf func(records iter.Seq[*wire.Record]) int
 }
 
 // errNotCached reports an object a compact store could not encode, which it
@@ -123,7 +105,7 @@ func (l *encodedList[T]) decoded() ([]T, []string, error) {
 func (s *Store[T]) setCompact(codec recordCodec[T], metaNamespace bool) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	s.compact = &compactState[T]{codec: codec, metaNamespace: metaNamespace, failed: logDecodeFailure}
+	s.compact = &compactState[T]{codec: codec, metaNamespace: metaNamespace, failed: logDecodeFailure, decode: codec.Decode, sharedBytesOf: codec.SharedBytesOf}
 }
 
 func logDecodeFailure(key string, err error) {
@@ -140,7 +122,7 @@ func (s *Store[T]) Compact() (compact bool, bytes int64) {
 	if s.compact == nil {
 		return false, 0
 	}
-	shared := s.compact.codec.SharedBytesOf(func(yield func(*wire.Record) bool) {
+	shared := s.compact.sharedBytesOf(func(yield func(*wire.Record) bool) {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		for _, sl := range s.items {
@@ -174,7 +156,7 @@ func (s *Store[T]) decode(key string, rec *wire.Record) (obj T, ok bool) {
 // decodeRecord is Store.decode with key a string or the bytes of one,
 // made a string only to report a record that does not decode.
 func decodeRecord[T any, K string | []byte](s *Store[T], key K, rec *wire.Record) (obj T, ok bool) {
-	obj, err := s.compact.codec.Decode(rec)
+	obj, err := s.compact.decode(rec)
 	if err != nil {
 		s.compact.failed(string(key), err)
 		return obj, false
@@ -267,7 +249,7 @@ func (s *Store[T]) prepare(e *encoded[T], dst [][]string, lenient, keep bool) ([
 	// object decodes e's record once, for the functions that need it.
 	object := func() (T, error) {
 		if !e.decoded {
-			obj, err := c.codec.Decode(e.rec)
+			obj, err := c.decode(e.rec)
 			if err != nil {
 				return obj, err
 			}
@@ -551,7 +533,7 @@ func (s *Store[T]) writtenObject(sl *slot[T]) (T, error) {
 	if sl.rec == nil {
 		return sl.obj, nil
 	}
-	return s.compact.codec.Decode(sl.rec)
+	return s.compact.decode(sl.rec)
 }
 
 // writtenLabels returns the labels labelsOf gives sl's object, for a

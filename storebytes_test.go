@@ -288,16 +288,17 @@ func TestFactoryStoreBytesKnowsSharing(t *testing.T) {
 	}
 }
 
-// walkingCodec is a Compact whose SharedBytesOf notes the records it is
-// given, as a Compact whose table has started over walks them.
-type walkingCodec struct {
-	*wire.Compact[*corev1.Pod]
-	walked []*wire.Record
-}
+// walker notes the records a compact Store gives its Compact's
+// SharedBytesOf, as a Compact whose table has started over walks them.
+type walker struct{ walked []*wire.Record }
 
-func (c *walkingCodec) SharedBytesOf(records iter.Seq[*wire.Record]) int {
-	c.walked = slices.Collect(records)
-	return c.Compact.SharedBytesOf(slices.Values(c.walked))
+// walk makes x's codec's SharedBytesOf note the records it is given in w.
+func (w *walker) walk(x *Indexer[*corev1.Pod]) {
+	codec := x.compact.codec
+	x.compact.sharedBytesOf = func(records iter.Seq[*wire.Record]) int {
+		w.walked = slices.Collect(records)
+		return codec.SharedBytesOf(slices.Values(w.walked))
+	}
 }
 
 // A compact Store's Compact gives its codec exactly the records it holds,
@@ -308,9 +309,10 @@ func TestStoreCompactWalksStoredRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec := &walkingCodec{Compact: wire.NewCompact(dec, 8)}
+	codec := &walker{}
 	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
-	x.setCompact(codec, true)
+	x.setCompact(wire.NewCompact(dec, 8), true)
+	codec.walk(x)
 	pods := testobj.BenchPods(300, 10)
 	for _, p := range pods {
 		if err := x.Add(p); err != nil {
@@ -346,7 +348,7 @@ func TestStoreCompactWalksStoredRecords(t *testing.T) {
 	checkWalked(t, x, codec, 150)
 }
 
-func checkWalked(t *testing.T, x *Indexer[*corev1.Pod], codec *walkingCodec, n int) {
+func checkWalked(t *testing.T, x *Indexer[*corev1.Pod], codec *walker, n int) {
 	t.Helper()
 	ok, bytes := x.Compact()
 	if !ok || bytes <= 0 {
