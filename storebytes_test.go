@@ -309,10 +309,10 @@ func TestStoreCompactWalksStoredRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec := &walker{}
+	w := &walker{}
 	x := NewIndexer(MetaNamespaceKeyFunc[*corev1.Pod], Indexers[*corev1.Pod]{NamespaceIndex: MetaNamespaceIndexFunc[*corev1.Pod]})
 	x.setCompact(wire.NewCompact(dec, 8), true)
-	codec.walk(x)
+	w.walk(x)
 	pods := testobj.BenchPods(300, 10)
 	for _, p := range pods {
 		if err := x.Add(p); err != nil {
@@ -334,7 +334,7 @@ func TestStoreCompactWalksStoredRecords(t *testing.T) {
 			}
 		}
 	}
-	checkWalked(t, x, codec, 200)
+	checkWalked(t, x, w, 200)
 	// A relist to the first 150, the updated ones as they are now.
 	var relist []*corev1.Pod
 	for _, key := range x.ListKeys() {
@@ -345,10 +345,10 @@ func TestStoreCompactWalksStoredRecords(t *testing.T) {
 	if err := x.Replace(relist, "7"); err != nil {
 		t.Fatal(err)
 	}
-	checkWalked(t, x, codec, 150)
+	checkWalked(t, x, w, 150)
 }
 
-func checkWalked(t *testing.T, x *Indexer[*corev1.Pod], codec *walker, n int) {
+func checkWalked(t *testing.T, x *Indexer[*corev1.Pod], w *walker, n int) {
 	t.Helper()
 	ok, bytes := x.Compact()
 	if !ok || bytes <= 0 {
@@ -363,7 +363,7 @@ func checkWalked(t *testing.T, x *Indexer[*corev1.Pod], codec *walker, n int) {
 		want[rec] = true
 	}
 	got := make(map[*wire.Record]bool)
-	for _, r := range codec.walked {
+	for _, r := range w.walked {
 		if got[r] {
 			t.Errorf("record %p given twice", r)
 		}

@@ -51,9 +51,9 @@ type Options struct {
 	NoMapSharing bool
 	// NoPartReuse makes a Source decode every update whole. By default,
 	// with SourceOptions.Previous, an update or a delete (a MODIFIED or
-	// DELETED event) takes the parts whose bytes did not change (top-level message fields but the
-	// metadata, such as a Pod's spec) from the cached object it replaces,
-	// sharing what they point to. A program that writes to a cached
+	// DELETED event) takes the parts whose bytes did not change (top-level
+	// message fields but the metadata, such as a Pod's spec) from the
+	// cached object it replaces, sharing what they point to. A program that writes to a cached
 	// object's part (which the contract forbids) then sees its write in
 	// the object's next versions too, as long as the server's bytes of
 	// that part stay the same; unlike a shared map's, such a write is not
