@@ -71,6 +71,10 @@ type encoded[T any] struct {
 	// labels are the object's labels read from rec's bytes, nil when not
 	// read.
 	labels map[string]string
+	// beside is the record of the object's state that obj replaces, if
+	// the store holds one: obj's encoding is cut beside it (see
+	// wire.Compact.EncodeBeside).
+	beside *wire.Record
 }
 
 // encodedList is a list from a compact source: its objects as records, and
@@ -296,7 +300,7 @@ func (s *Store[T]) prepare(e *encoded[T], dst [][]string, lenient, keep bool) ([
 		}
 	}
 	if e.rec == nil {
-		rec, err := c.codec.Encode(e.obj)
+		rec, err := c.codec.EncodeBeside(e.obj, e.beside)
 		if err != nil {
 			return dst, nil, fmt.Errorf("%w: %w", errNotCached, err)
 		}
@@ -336,6 +340,9 @@ func (s *Store[T]) upsertRecord(key string, e encoded[T], lenient bool) (stored 
 	defer s.writeMu.Unlock()
 	key = s.keyLocked(key, e.obj)
 	e.key = key
+	if sl, ok := s.items[key]; ok {
+		e.beside = sl.rec
+	}
 	vals, lbls, err := s.prepare(&e, s.scratch[:0], lenient, false)
 	s.scratch = vals
 	defer clear(vals)

@@ -99,11 +99,18 @@ func NewCompact[PP any](dec *Decoder[PP], cached int) *Compact[PP] {
 // Encode returns the record of obj, encoded in protobuf or JSON, and keeps
 // obj as its decoded object, so that reading the record soon after gets
 // obj itself.
-func (c *Compact[PP]) Encode(obj PP) (*Record, error) {
-	r := c.takeOffer(obj) // only a protobuf Compact has offers
+func (c *Compact[PP]) Encode(obj PP) (*Record, error) { return c.EncodeBeside(obj, nil) }
+
+// EncodeBeside is Encode for obj, the next state of the object whose
+// record is old (nil: none): the parts of obj's encoding whose bytes are
+// old's take old's shared runs as they are, which saves looking each of
+// their values up in the table of runs (see splitter.recordBeside). The
+// record's encoding is obj's, as Encode's is.
+func (c *Compact[PP]) EncodeBeside(obj PP, old *Record) (*Record, error) {
+	r := c.takeOffer(obj, old) // only a protobuf Compact has offers
 	if r == nil {
 		var err error
-		if r, err = c.encode(obj); err != nil {
+		if r, err = c.encode(obj, old); err != nil {
 			return nil, err
 		}
 	}
@@ -117,8 +124,9 @@ func (c *Compact[PP]) Encode(obj PP) (*Record, error) {
 	return r, nil
 }
 
-// encode returns the record of obj's encoding, protobuf or JSON.
-func (c *Compact[PP]) encode(obj PP) (*Record, error) {
+// encode returns the record of obj's encoding, protobuf or JSON, cut
+// beside old if not nil.
+func (c *Compact[PP]) encode(obj PP, old *Record) (*Record, error) {
 	bp := c.buf()
 	defer c.bufs.Put(bp)
 	var b []byte
@@ -138,7 +146,7 @@ func (c *Compact[PP]) encode(obj PP) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode %s: %w", c.dec.tname, err)
 	}
-	return c.record(b, !c.marshal), nil
+	return c.record(b, !c.marshal, old), nil
 }
 
 // maxKinds is how many TypeMetas a Compact keeps for its records: an
@@ -203,12 +211,12 @@ func (c *Compact[PP]) Protobuf(b []byte) (*Record, error) {
 	if err := c.dec.Validate(b); err != nil {
 		return nil, err
 	}
-	return c.valid(b)
+	return c.valid(b, nil)
 }
 
 // valid returns the record of b, a valid bare protobuf message of a T,
-// trimmed as Protobuf trims it.
-func (c *Compact[PP]) valid(b []byte) (*Record, error) {
+// trimmed as Protobuf trims it, cut beside old if not nil.
+func (c *Compact[PP]) valid(b []byte, old *Record) (*Record, error) {
 	if c.trim != nil {
 		bp := c.buf()
 		defer c.bufs.Put(bp)
@@ -221,14 +229,15 @@ func (c *Compact[PP]) valid(b []byte) (*Record, error) {
 			b = trimmed
 		}
 	}
-	return c.record(b, false), nil
+	return c.record(b, false, old), nil
 }
 
-// record returns the record of b, a valid encoding.
-func (c *Compact[PP]) record(b []byte, json bool) *Record {
+// record returns the record of b, a valid encoding, cut beside old if not
+// nil.
+func (c *Compact[PP]) record(b []byte, json bool, old *Record) *Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.split.record(b, json)
+	return c.split.recordBeside(b, json, old)
 }
 
 // Decode returns the object of r: the one r caches, or a new one decoded

@@ -49,7 +49,7 @@ func TestCompactDecodeBeside(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r1 = c.record(j, true)
+				r1 = c.record(j, true, nil)
 			}
 			r2, err := c.Protobuf(b2)
 			if err != nil {

@@ -81,8 +81,9 @@ func (c *Compact[PP]) dropOldestLocked() {
 }
 
 // takeOffer returns the record of the bytes obj was offered with, nil if
-// there are none (or they do not make one), and forgets them.
-func (c *Compact[PP]) takeOffer(obj PP) *Record {
+// there are none (or they do not make one), and forgets them; the record
+// is cut beside old if not nil.
+func (c *Compact[PP]) takeOffer(obj PP, old *Record) *Record {
 	c.offerMu.Lock()
 	o := &c.offered
 	bp, ok := o.byObj[any(obj)]
@@ -102,7 +103,7 @@ func (c *Compact[PP]) takeOffer(obj PP) *Record {
 	if !ok {
 		return nil
 	}
-	r, err := c.valid(*bp)
+	r, err := c.valid(*bp, old)
 	c.bufs.Put(bp)
 	if err != nil {
 		return nil // Encode encodes obj

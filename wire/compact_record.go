@@ -164,6 +164,20 @@ func (r *Record) AppendTo(dst []byte) []byte {
 	return append(dst, own[from:]...)
 }
 
+// appendPlaced appends the record's encoding to dst, as AppendTo does, and
+// its refs to refs, each with at its place in the encoding rather than in
+// the own bytes.
+func (r *Record) appendPlaced(dst []byte, refs []ref) ([]byte, []ref) {
+	own, from, base := r.own(), 0, len(dst)
+	for rf := range r.eachRef {
+		dst = append(dst, own[from:rf.at]...)
+		refs = append(refs, ref{at: uint32(len(dst) - base), n: rf.n, p: rf.p})
+		dst = append(dst, unsafe.String(rf.p, rf.n)...)
+		from = int(rf.at)
+	}
+	return append(dst, own[from:]...), refs
+}
+
 // Shared returns how many runs the record shares with others and their
 // total length.
 func (r *Record) Shared() (runs, bytes int) {

@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"cmp"
 	"hash/maphash"
 	"math"
+	"slices"
 	"unsafe"
 )
 
@@ -91,6 +93,8 @@ type sharedRuns struct {
 	// maxRuns and maxBytes bound the table: maxRuns and maxRunBytes but
 	// in tests.
 	maxRuns, maxBytes int
+	// shared counts the values share looked up, for tests.
+	shared int
 }
 
 func newSharedRuns() sharedRuns {
@@ -118,6 +122,7 @@ func (t *sharedRuns) seenSet(h uint64) *onceSet { return &t.seen[h>>32&(seenSets
 // remembers v as met, or says it was met before, how many times in all and
 // when it is due to be looked at again, with the hash promote takes.
 func (t *sharedRuns) share(v []byte) (run string, h uint64, m meeting, a againCount) {
+	t.shared++
 	h = t.hash(v)
 	if s, ok := t.runs[h]; ok {
 		if s == string(v) {
@@ -205,13 +210,40 @@ type splitter struct {
 	ends     []int32
 	jsonBase int
 	stack    []int32
+	// old and oldRefs, while a record is cut beside the one it replaces
+	// (see recordBeside), are that record's encoding and its refs, each
+	// at its place in old.
+	old     []byte
+	oldRefs []ref
 }
 
 // record returns the record of src, an encoding in JSON or protobuf. It
 // copies what it keeps: src may be reused.
-func (s *splitter) record(src []byte, json bool) *Record {
+func (s *splitter) record(src []byte, json bool) *Record { return s.recordBeside(src, json, nil) }
+
+// recordBeside is record for src, the next encoding of the object whose
+// record is old (nil if none): a field of a protobuf encoding whose bytes
+// are those of the same field of old, at any depth the split looks, takes
+// the runs old has inside it as they are, without looking them up again.
+// An update changes a few fields of an object (a status, a resource
+// version, one managedFields entry's time) and leaves the rest as it was,
+// and looking up every value of the rest, each a hash and a probe of the
+// table of runs, was most of what the split of an update cost.
+//
+// The record is then not always the one record would cut: a value that
+// became a shared run after old was cut, or one met again, stays in the
+// own bytes as old had it. The cut is a partition still: the runs taken
+// from old hold the bytes they cover in src.
+func (s *splitter) recordBeside(src []byte, json bool, old *Record) *Record {
 	s.src, s.json, s.own, s.refs, s.from, s.maxDepth = src, json, s.own[:0], s.refs[:0], 0, maxSplitDepth
-	s.value(0, len(src), 0)
+	if old != nil && !json && !old.json {
+		s.old, s.oldRefs = old.appendPlaced(s.old[:0], s.oldRefs[:0])
+		s.messageBeside(0, len(src), 0, 0, len(s.old))
+		clear(s.oldRefs) // drop the runs
+		s.oldRefs = s.oldRefs[:0]
+	} else {
+		s.value(0, len(src), 0)
+	}
 	s.gap(len(src))
 	s.own = append(s.own, src[s.from:]...)
 	r := newRecord(s.own, s.refs, len(src), json)
@@ -368,6 +400,85 @@ func (s *splitter) message(start, end, depth int) {
 			}
 		}
 		i = ve
+	}
+}
+
+// messageBeside is message for src[start:end] beside old[ostart:oend],
+// the same message in the encoding the record replaces (see
+// recordBeside): their fields are paired in order while their keys are the
+// same, a field whose value has old's bytes takes old's runs inside it
+// (reuse), and one that changed is cut, and looked into beside old's.
+// Past the first field whose key is not old's, the rest is cut as message
+// cuts it.
+func (s *splitter) messageBeside(start, end, depth, ostart, oend int) {
+	b, ob := s.src[:end], s.old[:oend]
+	for i, oi := start, ostart; i < end; {
+		num, typ, next, err := tag(b, i)
+		if err != nil {
+			return
+		}
+		if oi >= oend {
+			s.message(i, end, depth)
+			return
+		}
+		onum, otyp, onext, oerr := tag(ob, oi)
+		if oerr != nil || onum != num || otyp != typ {
+			s.message(i, end, depth)
+			return
+		}
+		if typ != wireBytes {
+			if i, err = skip(b, next, typ); err != nil {
+				return
+			}
+			if oi, oerr = skip(ob, onext, otyp); oerr != nil {
+				oi = oend // the rest is cut without old
+			}
+			continue
+		}
+		vs, ve, err := lengthDelimited(b, next)
+		if err != nil {
+			return
+		}
+		ovs, ove, oerr := lengthDelimited(ob, onext)
+		if oerr != nil {
+			s.message(i, end, depth)
+			return
+		}
+		switch {
+		case ve-vs < minRun:
+		case ove-ovs == ve-vs && string(b[vs:ve]) == string(ob[ovs:ove]):
+			s.reuse(vs, ve, ovs)
+		case s.cut(vs, ve, depth) || depth >= s.maxDepth:
+		case s.src[vs] == '{':
+			s.embeddedJSON(vs, ve, depth+1)
+		default:
+			s.messageBeside(vs, ve, depth+1, ovs, ove)
+		}
+		i, oi = ve, ove
+	}
+}
+
+// reuse puts in the record the runs of the record it replaces that lie
+// inside old[ostart:ostart+end-start], at the same places in
+// src[start:end], whose bytes are the same. What lies between them in old
+// was its own bytes, and is here: only the bytes before the first, which
+// began before the value, are looked up as a gap.
+func (s *splitter) reuse(start, end, ostart int) {
+	oend := ostart + end - start
+	k, _ := slices.BinarySearchFunc(s.oldRefs, ostart, func(r ref, at int) int { return cmp.Compare(int(r.at), at) })
+	for first := true; k < len(s.oldRefs); k++ {
+		r := s.oldRefs[k]
+		if int(r.at)+int(r.n) > oend {
+			break // it ends past the value, and the ones after it start there
+		}
+		at := start + int(r.at) - ostart
+		if first {
+			s.gap(at)
+			first = false
+		}
+		s.own = append(s.own, s.src[s.from:at]...)
+		s.refs = append(s.refs, ref{at: uint32(len(s.own)), n: r.n, p: r.p})
+		s.from = at + int(r.n)
 	}
 }
 

@@ -407,6 +407,18 @@ func FuzzCompactSplit(f *testing.F) {
 				}
 			}
 		}
+		// Each encoding cut beside the record of the other, and of itself.
+		var old *Record
+		for _, src := range [][]byte{a, b, b, a} {
+			r := s.recordBeside(src, false, old)
+			if got := r.AppendTo(nil); !bytes.Equal(got, src) {
+				t.Fatalf("record of %q beside another gives back %q", src, got)
+			}
+			if _, shared := r.Shared(); r.Len() != len(src) || len(r.own())+shared != len(src) {
+				t.Fatalf("record of %d bytes beside another: Len %d, %d own and %d shared", len(src), r.Len(), len(r.own()), shared)
+			}
+			old = r
+		}
 	})
 }
 
