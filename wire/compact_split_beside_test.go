@@ -61,7 +61,7 @@ func TestRecordBeside(t *testing.T) {
 		// of those a cut of its own looks up; 0: not checked.
 		most float64
 	}{
-		{"same", marshalPod(t, pods[0]), 0.15},
+		{"same", marshalPod(t, pods[0]), 0.25},
 		{"status", marshalPod(t, status()), 0.5},
 		{"relabeled", marshalPod(t, relabeled()), 0},
 		{"another pod", marshalPod(t, pods[1]), 0},
