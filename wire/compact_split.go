@@ -238,7 +238,7 @@ func (s *splitter) recordBeside(src []byte, json bool, old *Record) *Record {
 	s.src, s.json, s.own, s.refs, s.from, s.maxDepth = src, json, s.own[:0], s.refs[:0], 0, maxSplitDepth
 	if old != nil && !json && !old.json {
 		s.old, s.oldRefs = old.appendPlaced(s.old[:0], s.oldRefs[:0])
-		s.messageBeside(0, len(src), 0, 0, len(s.old))
+		s.message(0, len(src), 0, 0, len(s.old))
 		clear(s.oldRefs) // drop the runs
 		s.oldRefs = s.oldRefs[:0]
 	} else {
@@ -261,7 +261,7 @@ func (s *splitter) value(start, end, depth int) {
 		}
 		s.jsonValue(start, depth)
 	} else {
-		s.message(start, end, depth)
+		s.message(start, end, depth, 0, 0)
 	}
 }
 
@@ -374,64 +374,36 @@ func (s *splitter) worthPromoting(start, end, depth int, a againCount) (due int)
 }
 
 // message cuts the fields of the protobuf message src[start:end], read as
-// one: it stops at the first thing that is not a field.
-func (s *splitter) message(start, end, depth int) {
-	b := s.src[:end]
+// one: it stops at the first thing that is not a field. old[ostart:oend],
+// if not empty, is the same message in the encoding the record replaces
+// (see recordBeside): their fields are paired in order while their keys
+// are the same, a field whose value has old's bytes takes old's runs
+// inside it (reuse), and one that changed is cut, and looked into beside
+// old's. Past the first field whose key is not old's, the rest is cut
+// without old.
+func (s *splitter) message(start, end, depth, ostart, oend int) {
+	b, ob, oi := s.src[:end], s.old[:oend], ostart
 	for i := start; i < end; {
-		_, typ, next, err := tag(b, i)
-		if err != nil {
-			return
-		}
-		if typ != wireBytes {
-			if i, err = skip(b, next, typ); err != nil {
-				return
-			}
-			continue
-		}
-		vs, ve, err := lengthDelimited(b, next)
-		if err != nil {
-			return
-		}
-		if ve-vs >= minRun && !s.cut(vs, ve, depth) && depth < s.maxDepth {
-			if s.src[vs] == '{' {
-				s.embeddedJSON(vs, ve, depth+1)
-			} else {
-				s.message(vs, ve, depth+1)
-			}
-		}
-		i = ve
-	}
-}
-
-// messageBeside is message for src[start:end] beside old[ostart:oend],
-// the same message in the encoding the record replaces (see
-// recordBeside): their fields are paired in order while their keys are the
-// same, a field whose value has old's bytes takes old's runs inside it
-// (reuse), and one that changed is cut, and looked into beside old's.
-// Past the first field whose key is not old's, the rest is cut as message
-// cuts it.
-func (s *splitter) messageBeside(start, end, depth, ostart, oend int) {
-	b, ob := s.src[:end], s.old[:oend]
-	for i, oi := start, ostart; i < end; {
 		num, typ, next, err := tag(b, i)
 		if err != nil {
 			return
 		}
-		if oi >= oend {
-			s.message(i, end, depth)
-			return
-		}
-		onum, otyp, onext, oerr := tag(ob, oi)
-		if oerr != nil || onum != num || otyp != typ {
-			s.message(i, end, depth)
-			return
+		onext := 0
+		if oi < oend {
+			onum, otyp, n, oerr := tag(ob, oi)
+			if oerr != nil || onum != num || otyp != typ {
+				oi = oend // the rest is cut without old
+			}
+			onext = n
 		}
 		if typ != wireBytes {
 			if i, err = skip(b, next, typ); err != nil {
 				return
 			}
-			if oi, oerr = skip(ob, onext, otyp); oerr != nil {
-				oi = oend // the rest is cut without old
+			if oi < oend {
+				if oi, err = skip(ob, onext, typ); err != nil {
+					oi = oend
+				}
 			}
 			continue
 		}
@@ -439,10 +411,13 @@ func (s *splitter) messageBeside(start, end, depth, ostart, oend int) {
 		if err != nil {
 			return
 		}
-		ovs, ove, oerr := lengthDelimited(ob, onext)
-		if oerr != nil {
-			s.message(i, end, depth)
-			return
+		ovs, ove := 0, 0 // empty: no field of old to pair with
+		if oi < oend {
+			if ovs, ove, err = lengthDelimited(ob, onext); err != nil {
+				ovs, ove, oi = 0, 0, oend
+			} else {
+				oi = ove
+			}
 		}
 		switch {
 		case ve-vs < minRun:
@@ -452,9 +427,9 @@ func (s *splitter) messageBeside(start, end, depth, ostart, oend int) {
 		case s.src[vs] == '{':
 			s.embeddedJSON(vs, ve, depth+1)
 		default:
-			s.messageBeside(vs, ve, depth+1, ovs, ove)
+			s.message(vs, ve, depth+1, ovs, ove)
 		}
-		i, oi = ve, ove
+		i = ve
 	}
 }
 

@@ -98,9 +98,15 @@ func TestRecordBeside(t *testing.T) {
 				}
 				specRuns := 0
 				oldEnc, placed := old.appendPlaced(nil, nil)
-				spec := fieldBounds(t, oldEnc, 2)
+				d, _ := newPodCompact(t)
+				ps, spans, ok := d.scanParts(oldEnc)
+				k := slices.IndexFunc(ps[:], func(p part) bool { return p.num == 2 })
+				if !ok || k < 0 {
+					t.Fatal("the old record's encoding has no spec")
+				}
+				spec := spans[k] // its tag, length and value
 				for _, rf := range placed {
-					if int(rf.at) >= spec[0] && int(rf.at+rf.n) <= spec[1] {
+					if int(rf.at) >= spec.start && int(rf.at+rf.n) <= spec.end {
 						specRuns++
 						if !runs[rf.p] {
 							t.Errorf("the old record's run at %d, in the spec, is not the new one's", rf.at)
@@ -113,34 +119,6 @@ func TestRecordBeside(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fieldBounds returns the bounds of the value of field num, a bytes field
-// at the top of the message b.
-func fieldBounds(t *testing.T, b []byte, num int32) [2]int {
-	t.Helper()
-	for i := 0; i < len(b); {
-		n, typ, next, err := tag(b, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if typ != wireBytes {
-			if i, err = skip(b, next, typ); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		vs, ve, err := lengthDelimited(b, next)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == num {
-			return [2]int{vs, ve}
-		}
-		i = ve
-	}
-	t.Fatalf("no field %d", num)
-	return [2]int{}
 }
 
 // BenchmarkCompactUpdate makes the records of status updates of 1,000

@@ -53,12 +53,12 @@ type Options struct {
 	// with SourceOptions.Previous, an update or a delete (a MODIFIED or
 	// DELETED event) takes the parts whose bytes did not change (top-level
 	// message fields but the metadata, such as a Pod's spec) from the
-	// cached object it replaces, sharing what they point to. A program that writes to a cached
-	// object's part (which the contract forbids) then sees its write in
-	// the object's next versions too, as long as the server's bytes of
-	// that part stay the same; unlike a shared map's, such a write is not
-	// detected. Set it to keep such a write to the one version it was made
-	// in, as client-go does.
+	// cached object it replaces, sharing what they point to. A program
+	// that writes to a cached object's part (which the contract forbids)
+	// then sees its write in the object's next versions too, as long as
+	// the server's bytes of that part stay the same; unlike a shared
+	// map's, such a write is not detected. Set it to keep such a write to
+	// the one version it was made in, as client-go does.
 	NoPartReuse bool
 }
 
