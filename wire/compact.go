@@ -104,7 +104,7 @@ func (c *Compact[PP]) Encode(obj PP) (*Record, error) { return c.EncodeBeside(ob
 // EncodeBeside is Encode for obj, the next state of the object whose
 // record is old (nil: none): the parts of obj's encoding whose bytes are
 // old's take old's shared runs as they are, which saves looking each of
-// their values up in the table of runs (see splitter.recordBeside). The
+// their values up in the table of runs (see splitter.record). The
 // record's encoding is obj's, as Encode's is.
 func (c *Compact[PP]) EncodeBeside(obj PP, old *Record) (*Record, error) {
 	r := c.takeOffer(obj, old) // only a protobuf Compact has offers
@@ -237,7 +237,7 @@ func (c *Compact[PP]) valid(b []byte, old *Record) (*Record, error) {
 func (c *Compact[PP]) record(b []byte, json bool, old *Record) *Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.split.recordBeside(b, json, old)
+	return c.split.record(b, json, old)
 }
 
 // Decode returns the object of r: the one r caches, or a new one decoded

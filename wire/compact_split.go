@@ -211,7 +211,7 @@ type splitter struct {
 	jsonBase int
 	stack    []int32
 	// old and oldRefs, while a record is cut beside the one it replaces
-	// (see recordBeside), are that record's encoding and its refs, each
+	// (see record), are that record's encoding and its refs, each
 	// at its place in old.
 	old     []byte
 	oldRefs []ref
@@ -219,22 +219,21 @@ type splitter struct {
 
 // record returns the record of src, an encoding in JSON or protobuf. It
 // copies what it keeps: src may be reused.
-func (s *splitter) record(src []byte, json bool) *Record { return s.recordBeside(src, json, nil) }
-
-// recordBeside is record for src, the next encoding of the object whose
-// record is old (nil if none): a field of a protobuf encoding whose bytes
-// are those of the same field of old, at any depth the split looks, takes
-// the runs old has inside it as they are, without looking them up again.
+//
+// src is the next encoding of the object whose record is old (nil if
+// none): a field of a protobuf encoding whose bytes are those of the same
+// field of old, at any depth the split looks, takes the runs old has
+// inside it as they are, without looking them up again.
 // An update changes a few fields of an object (a status, a resource
 // version, one managedFields entry's time) and leaves the rest as it was,
 // and looking up every value of the rest, each a hash and a probe of the
 // table of runs, was most of what the split of an update cost.
 //
-// The record is then not always the one record would cut: a value that
+// The record is then not always the one cut without old: a value that
 // became a shared run after old was cut, or one met again, stays in the
 // own bytes as old had it. The cut is a partition still: the runs taken
 // from old hold the bytes they cover in src.
-func (s *splitter) recordBeside(src []byte, json bool, old *Record) *Record {
+func (s *splitter) record(src []byte, json bool, old *Record) *Record {
 	s.src, s.json, s.own, s.refs, s.from, s.maxDepth = src, json, s.own[:0], s.refs[:0], 0, maxSplitDepth
 	if old != nil && !json && !old.json {
 		s.old, s.oldRefs = old.appendPlaced(s.old[:0], s.oldRefs[:0])
@@ -376,7 +375,7 @@ func (s *splitter) worthPromoting(start, end, depth int, a againCount) (due int)
 // message cuts the fields of the protobuf message src[start:end], read as
 // one: it stops at the first thing that is not a field. old[ostart:oend],
 // if not empty, is the same message in the encoding the record replaces
-// (see recordBeside): their fields are paired in order while their keys
+// (see record): their fields are paired in order while their keys
 // are the same, a field whose value has old's bytes takes old's runs
 // inside it (reuse), and one that changed is cut, and looked into beside
 // old's. Past the first field whose key is not old's, the rest is cut
@@ -393,8 +392,9 @@ func (s *splitter) message(start, end, depth, ostart, oend int) {
 			onum, otyp, n, oerr := tag(ob, oi)
 			if oerr != nil || onum != num || otyp != typ {
 				oi = oend // the rest is cut without old
+			} else {
+				onext = n
 			}
-			onext = n
 		}
 		if typ != wireBytes {
 			if i, err = skip(b, next, typ); err != nil {

@@ -25,7 +25,7 @@ func TestRecordBeside(t *testing.T) {
 		s := &splitter{runs: &runs}
 		var first *Record
 		for _, p := range pods {
-			r := s.record(marshalPod(t, p), false)
+			r := s.record(marshalPod(t, p), false, nil)
 			if first == nil {
 				first = r
 			}
@@ -71,12 +71,12 @@ func TestRecordBeside(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			own, _ := warmed()
 			before := own.runs.shared
-			own.record(tc.src, false)
+			own.record(tc.src, false, nil)
 			alone := own.runs.shared - before
 
 			s, old := warmed()
 			before = s.runs.shared
-			r := s.recordBeside(tc.src, false, old)
+			r := s.record(tc.src, false, old)
 			beside := s.runs.shared - before
 			if got := r.AppendTo(nil); !bytes.Equal(got, tc.src) {
 				t.Fatalf("the record beside gives back %d bytes that are not its %d", len(got), len(tc.src))

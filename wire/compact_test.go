@@ -396,28 +396,26 @@ func FuzzCompactSplit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		runs := newSharedRuns()
 		s := splitter{runs: &runs}
+		// record cuts src beside old, checks the record and returns it.
+		record := func(src []byte, json bool, old *Record) *Record {
+			r := s.record(src, json, old)
+			if got := r.AppendTo(nil); !bytes.Equal(got, src) {
+				t.Fatalf("json=%v, beside another=%v: record of %q gives back %q", json, old != nil, src, got)
+			}
+			if _, shared := r.Shared(); r.Len() != len(src) || len(r.own())+shared != len(src) {
+				t.Fatalf("json=%v, beside another=%v: record of %d bytes: Len %d, %d own and %d shared", json, old != nil, len(src), r.Len(), len(r.own()), shared)
+			}
+			return r
+		}
 		for _, json := range []bool{false, true} {
 			for _, src := range [][]byte{a, b, a} {
-				r := s.record(src, json)
-				if got := r.AppendTo(nil); !bytes.Equal(got, src) {
-					t.Fatalf("json=%v: record of %q gives back %q", json, src, got)
-				}
-				if _, shared := r.Shared(); r.Len() != len(src) || len(r.own())+shared != len(src) {
-					t.Fatalf("json=%v: record of %d bytes: Len %d, %d own and %d shared", json, len(src), r.Len(), len(r.own()), shared)
-				}
+				record(src, json, nil)
 			}
 		}
 		// Each encoding cut beside the record of the other, and of itself.
 		var old *Record
 		for _, src := range [][]byte{a, b, b, a} {
-			r := s.recordBeside(src, false, old)
-			if got := r.AppendTo(nil); !bytes.Equal(got, src) {
-				t.Fatalf("record of %q beside another gives back %q", src, got)
-			}
-			if _, shared := r.Shared(); r.Len() != len(src) || len(r.own())+shared != len(src) {
-				t.Fatalf("record of %d bytes beside another: Len %d, %d own and %d shared", len(src), r.Len(), len(r.own()), shared)
-			}
-			old = r
+			old = record(src, false, old)
 		}
 	})
 }
