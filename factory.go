@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	"github.com/typedkube/informer/watchconn"
 	"github.com/typedkube/informer/wire"
 )
 
@@ -160,6 +161,17 @@ type FactoryOptions struct {
 	// Shutdown leaves its idle connections open. Default: one made from
 	// the *rest.Config with rest.HTTPClientFor.
 	HTTPClient *http.Client
+	// WatchHTTP1 sends each watch of the factory's informers over an
+	// HTTP/1.1 connection of its own, and its other requests (lists,
+	// discovery) as before (package watchconn): a watch event then costs
+	// the client no flow-control writes and one hand-off fewer than over
+	// HTTP/2's shared connection (docs/transport.md). The price: a
+	// connection per watch, and no HTTP/2 health checks on it (a watch on a
+	// connection that died silently ends when TCP keep-alive or the watch's
+	// timeout notices). NewFactory returns an error wrapping
+	// watchconn.ErrUnsupported for a *rest.Config that sets its own
+	// Transport or TLS protocols without HTTP/1.1. Default false.
+	WatchHTTP1 bool
 	// Logger receives the factory's own log lines, such as discovery
 	// refreshes. Informers log through the context given to Start
 	// (klog.FromContext), as SharedIndexInformer.Run does. Default: none.
@@ -210,11 +222,13 @@ type InformerOptions struct {
 // A Factory runs once: Start starts its informers, and those made later;
 // Shutdown stops them all. Its methods are safe for concurrent use.
 type Factory struct {
-	cfg    *rest.Config // cfg given to NewFactory, with a rate limiter shared by the REST clients
-	opts   FactoryOptions
-	http   *http.Client // shared by every client of the factory
-	codecs serializer.CodecFactory
-	mapper meta.RESTMapperWithContext
+	cfg  *rest.Config // cfg given to NewFactory, with a rate limiter shared by the REST clients
+	opts FactoryOptions
+	http *http.Client // shared by every client of the factory
+	// watches carries the watches of f.http when WatchHTTP1 is set.
+	watches *watchconn.Splitter
+	codecs  serializer.CodecFactory
+	mapper  meta.RESTMapperWithContext
 	// resetMapper makes the mapper forget what it discovered; nil if it
 	// cannot.
 	resetMapper func(context.Context)
@@ -284,10 +298,17 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 			return nil, fmt.Errorf("informer: HTTP client for the factory: %w", err)
 		}
 	}
+	rt := f.http.Transport
+	if opts.WatchHTTP1 {
+		if f.watches, err = watchconn.Transport(f.cfg, rt); err != nil {
+			return nil, fmt.Errorf("informer: WatchHTTP1: %w", err)
+		}
+		rt = f.watches
+	}
 	// Through the same transport, and so the same connections, watches
 	// learn whether the server compressed them (see wire.RecordEncoding).
 	f.http = &http.Client{
-		Transport:     wire.RecordEncoding(f.http.Transport),
+		Transport:     wire.RecordEncoding(rt),
 		CheckRedirect: f.http.CheckRedirect,
 		Jar:           f.http.Jar,
 		Timeout:       f.http.Timeout,

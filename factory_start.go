@@ -184,7 +184,10 @@ func (f *Factory) Shutdown() {
 		stop()
 	}
 	f.running.Wait()
-	if f.http != nil && f.opts.HTTPClient == nil {
+	switch {
+	case f.http != nil && f.opts.HTTPClient == nil:
 		utilnet.CloseIdleConnectionsFor(f.http.Transport)
+	case f.watches != nil:
+		f.watches.CloseIdleWatchConnections() // not the given client's
 	}
 }

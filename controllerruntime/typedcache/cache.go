@@ -27,6 +27,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/watchconn"
 )
 
 // Cache is controller-runtime's cache.Cache on the library's informers.
@@ -35,6 +36,7 @@ import (
 type Cache struct {
 	cfg        *rest.Config
 	http       *http.Client
+	watches    *watchconn.Splitter // carries c.http's watches with Options.WatchHTTP1
 	scheme     *runtime.Scheme
 	mapper     apimeta.RESTMapper
 	codecs     serializer.CodecFactory
@@ -92,6 +94,12 @@ func newCache(cfg *rest.Config, opts cache.Options, o Options) (*Cache, error) {
 		if c.http, err = rest.HTTPClientFor(cfg); err != nil {
 			return nil, fmt.Errorf("typedcache: HTTP client: %w", err)
 		}
+	}
+	if o.WatchHTTP1 {
+		if c.watches, err = watchconn.Transport(cfg, c.http.Transport); err != nil {
+			return nil, fmt.Errorf("typedcache: WatchHTTP1: %w", err)
+		}
+		c.http = &http.Client{Transport: c.watches, CheckRedirect: c.http.CheckRedirect, Jar: c.http.Jar, Timeout: c.http.Timeout}
 	}
 	if c.scheme == nil {
 		c.scheme = scheme.Scheme

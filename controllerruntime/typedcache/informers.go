@@ -159,6 +159,9 @@ func (c *Cache) Start(ctx context.Context) error {
 	for _, s := range c.scopes {
 		s.stop()
 	}
+	if c.watches != nil {
+		c.watches.CloseIdleWatchConnections()
+	}
 	close(c.stopped)
 	return nil
 }

@@ -43,6 +43,13 @@ type Options struct {
 	// DefaultWatchErrorHandler when that is set. Default: the informers'
 	// defaults.
 	Informer informer.InformerOptions
+	// WatchHTTP1 sends each watch of the cache's informers over an HTTP/1.1
+	// connection of its own, and its other requests through the manager's
+	// client as before: informer.FactoryOptions.WatchHTTP1, for the typed
+	// informers and the others alike. New returns an error wrapping
+	// watchconn.ErrUnsupported for a *rest.Config that sets its own
+	// Transport or TLS protocols without HTTP/1.1. Default false.
+	WatchHTTP1 bool
 }
 
 // Typed is a Go type the cache decodes itself: see For and Projection.

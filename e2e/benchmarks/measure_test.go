@@ -183,3 +183,37 @@ func (h *heapSampler) Peak() uint64 {
 // Marked returns the highest live heap a collection marked while the sampler ran, once Peak
 // has stopped it.
 func (h *heapSampler) Marked() uint64 { return h.marked }
+
+// syscallsPerEvent averages, over the rounds of a steady-state benchmark, the read and write
+// system calls the process made per event (kubetest.ProcessSyscalls): a write on a watch's
+// connection is, but for the writer's start, HTTP/2 flow control (the transport's WINDOW_UPDATE
+// frames as the body is read), which costs a TLS record and a send on the loopback each.
+type syscallsPerEvent struct {
+	r0, w0, reads, writes float64
+	rounds                int
+}
+
+func (s *syscallsPerEvent) start(b fataler) {
+	r, w, err := kubetest.ProcessSyscalls()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.r0, s.w0 = float64(r), float64(w)
+}
+
+func (s *syscallsPerEvent) stop(b fataler, events int) {
+	r, w, err := kubetest.ProcessSyscalls()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.reads += (float64(r) - s.r0) / float64(events)
+	s.writes += (float64(w) - s.w0) / float64(events)
+	s.rounds++
+}
+
+// report reports the averages as reads/event and writes/event.
+func (s *syscallsPerEvent) report(b *testing.B) {
+	n := float64(s.rounds)
+	b.ReportMetric(s.reads/n, "reads/event")
+	b.ReportMetric(s.writes/n, "writes/event")
+}

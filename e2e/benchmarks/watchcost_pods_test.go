@@ -91,7 +91,8 @@ func runPodWriter(ctx context.Context, c *kubetest.Clients, job writerJob) error
 // (impl=upstream), ours (impl=typed; store=compact: with a compact store), the transport floor
 // (impl=floor), and a controller-runtime manager with a controller of Pods whose reconciler reads
 // its Pod from the cache (program=manager: on controller-runtime's cache, impl=upstream, and on
-// typedcache, impl=typed). Each handler counts every event. With -short, a fifth of the status
+// typedcache, impl=typed), each also with its watches over HTTP/1.1 (transport=http1). Each
+// handler counts every event. With -short, a fifth of the status
 // updates only.
 func BenchmarkWatchCostPods(b *testing.B) {
 	ns := realisticPods(b, watchedPods)
@@ -117,6 +118,23 @@ func BenchmarkWatchCostPods(b *testing.B) {
 			b.Run("program=manager", func(b *testing.B) {
 				b.Run("impl=upstream", func(b *testing.B) { run(b, managerPodWatch(cache.New)) })
 				b.Run("impl=typed", func(b *testing.B) { run(b, managerPodWatch(typedcache.New)) })
+			})
+			// transport=http1: watches over HTTP/1.1 (see http1Config): client-go's informer,
+			// controller-runtime's manager and the floor with every request over it, ours with
+			// FactoryOptions.WatchHTTP1 or typedcache's Options.WatchHTTP1.
+			b.Run("transport=http1", func(b *testing.B) {
+				run := func(b *testing.B, start podWatchStart) { podWatchCost(b, http1Config(cfg), ns, job, events, start) }
+				b.Run("impl=upstream", func(b *testing.B) { run(b, upstreamPodWatch) })
+				b.Run("impl=typed", func(b *testing.B) {
+					podWatchCost(b, cfg, ns, job, events, typedPodWatch(informer.FactoryOptions{WatchHTTP1: true}))
+				})
+				b.Run("impl=floor", func(b *testing.B) { run(b, floorPodWatch) })
+				b.Run("program=manager", func(b *testing.B) {
+					b.Run("impl=upstream", func(b *testing.B) { run(b, managerPodWatch(cache.New)) })
+					b.Run("impl=typed", func(b *testing.B) {
+						podWatchCost(b, cfg, ns, job, events, managerPodWatch(typedcache.NewWith(typedcache.Options{WatchHTTP1: true})))
+					})
+				})
 			})
 		})
 	}

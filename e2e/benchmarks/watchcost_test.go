@@ -88,6 +88,27 @@ func BenchmarkWatchCost(b *testing.B) {
 			})
 		}
 	})
+	// transport=http1: the watches over HTTP/1.1 (see http1Config); ours with
+	// FactoryOptions.WatchHTTP1, client-go's informer and the floor with every request over it.
+	b.Run("transport=http1", func(b *testing.B) {
+		for _, impl := range []string{"upstream", "typed", "floor"} {
+			b.Run("impl="+impl, func(b *testing.B) {
+				if impl == "typed" {
+					watchCost(b, cfg, ns, impl, informer.FactoryOptions{WatchHTTP1: true})
+					return
+				}
+				watchCost(b, http1Config(cfg), ns, impl, informer.FactoryOptions{})
+			})
+		}
+	})
+}
+
+// http1Config is cfg with HTTP/1.1 as its only protocol: a program built on client-go can have
+// its watches over HTTP/1.1 only so, with every other request of the client.
+func http1Config(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	return c
 }
 
 // watchCost runs one implementation of BenchmarkWatchCost: client-go's informer (impl upstream),
@@ -171,6 +192,7 @@ var writerRounds atomic.Int64
 func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen *atomic.Int64, round *atomic.Pointer[costRound]) {
 	var paid perUnit
 	var churn churnCost
+	var calls syscallsPerEvent
 	for b.Loop() {
 		b.StopTimer()
 		// The round is numbered across the process, so that no round writes what one before it
@@ -187,6 +209,7 @@ func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen 
 		round.Store(r)
 		mark := r.target - int64(events)
 		stopProfile := profileWindow(b, b.Name())
+		calls.start(b)
 		cost, gc, began := costNow(), gcCPU(), time.Now()
 		b.StartTimer()
 		if err := cmd.Start(); err != nil {
@@ -212,6 +235,7 @@ func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen 
 		timeout.Stop()
 		b.StopTimer()
 		spent := costNow().since(cost)
+		calls.stop(b, events)
 		stopProfile()
 		churn.add(spent.cpu, gcCPU()-gc, time.Since(began), events)
 		if waitErr != nil {
@@ -224,4 +248,5 @@ func costRounds(b *testing.B, cfg *rest.Config, job writerJob, events int, seen 
 	}
 	paid.report(b, "event")
 	churn.report(b)
+	calls.report(b)
 }

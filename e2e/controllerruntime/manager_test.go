@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,21 +33,25 @@ import (
 // two of each, in a shuffled order, so that each kind also meets the aftermath of others. The
 // fault suite (e2e/faults) injects many more into the library's informers; here each fault
 // costs about 9 s of CI, mostly the fault itself.
-var faultPlan = []struct {
+var faultPlan = []faultKind{{"restart", 2}, {"compact", 2}, {"drop", 2}, {"throttle", 2}}
+
+// faultKind is a kind of fault and how many of it a test injects.
+type faultKind struct {
 	kind  string
 	count int
-}{{"restart", 2}, {"compact", 2}, {"drop", 2}, {"throttle", 2}}
+}
 
 // newManager returns a manager on our cache, through cfg, caching namespace ns, with the test
 // controller registered under name.
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, ns, name string, syncTimeout time.Duration) (ctrl.Manager, *fleetReconciler, error) {
+// With watchHTTP1, the cache's watches go over HTTP/1.1 (typedcache.Options.WatchHTTP1).
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, ns, name string, syncTimeout time.Duration, watchHTTP1 bool) (ctrl.Manager, *fleetReconciler, error) {
 	backoff := informer.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, ResetAfter: 10 * time.Second}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// The one line: the rest is the test's (a namespace, short backoffs for the faults).
 		NewCache: typedcache.NewWith(typedcache.Options{Informer: informer.InformerOptions{
 			Reflector: informer.ReflectorOptions{Backoff: backoff},
-		}}),
+		}, WatchHTTP1: watchHTTP1}),
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true), CacheSyncTimeout: syncTimeout},
@@ -66,7 +71,22 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, ns, name string, syncT
 // injects the fault suite's faults (API server restarts, etcd compactions, dropped
 // connections, 429s); after each, the server must come to hold exactly what the controller
 // should have made of it within 60 s.
-func TestManager(t *testing.T) {
+func TestManager(t *testing.T) { testManager(t, faultPlan, false) }
+
+// TestManagerWatchHTTP1 is TestManager with the cache's watches over HTTP/1.1 connections of
+// their own (typedcache.Options.WatchHTTP1), one fault of each kind: a dropped connection ends
+// each watch's connection, where over HTTP/2 it ends the one they share.
+func TestManagerWatchHTTP1(t *testing.T) {
+	plan := slices.Clone(faultPlan)
+	for i := range plan {
+		plan[i].count = 1
+	}
+	testManager(t, plan, true)
+}
+
+// testManager runs TestManager's faults of plan (one of each with -short), with the cache's
+// watches over HTTP/1.1 if watchHTTP1.
+func testManager(t *testing.T, plan []faultKind, watchHTTP1 bool) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	seed := uint64(time.Now().UnixNano())
@@ -75,7 +95,7 @@ func TestManager(t *testing.T) {
 	w, scheme := fleetNamespace(t, ctx, "crt", rng)
 	c, ns := w.c, w.ns
 	var log kubetest.RequestLog
-	mgr, r, err := newManager(log.Wrap(srv.ThrottledConfig()), scheme, ns, "fleet", 0)
+	mgr, r, err := newManager(log.Wrap(srv.ThrottledConfig()), scheme, ns, "fleet", 0, watchHTTP1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +107,7 @@ func TestManager(t *testing.T) {
 	}
 
 	var schedule []string
-	for _, p := range faultPlan {
+	for _, p := range plan {
 		n := p.count
 		if testing.Short() {
 			n = 1
@@ -130,6 +150,20 @@ func TestManager(t *testing.T) {
 		t.Logf("fault %2d/%d %-8s %-45s converged %v after it", i+1, len(schedule), kind, effect, took.Round(time.Millisecond))
 	}
 	t.Logf("%d writes, %d reconciles", w.writes.Load(), r.reconciles.Load())
+	if watchHTTP1 {
+		watches := 0
+		for _, req := range log.Requests(func(r kubetest.Request) bool { return r.Status != 0 }) {
+			want := "HTTP/2.0"
+			if req.Watch() {
+				want = "HTTP/1.1"
+				watches++
+			}
+			if req.Proto != want {
+				t.Errorf("%v came over %q, want %s", req, req.Proto, want)
+			}
+		}
+		t.Logf("%d watches answered over HTTP/1.1", watches)
+	}
 }
 
 // fleetNamespace makes a namespace with Fleets (and their CRD) and Secrets in it, and returns
@@ -318,7 +352,7 @@ func TestManagerUnprivileged(t *testing.T) {
 	defer cancel()
 	w, scheme := fleetNamespace(t, ctx, "crt-unprivileged", rand.New(rand.NewPCG(1, 2)))
 	c, ns := w.c, w.ns
-	mgr, _, err := newManager(srv.UnprivilegedConfig(), scheme, ns, "fleet-unprivileged", 0)
+	mgr, _, err := newManager(srv.UnprivilegedConfig(), scheme, ns, "fleet-unprivileged", 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,11 @@
 package kubetest
 
 import (
+	"fmt"
+	"os"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -30,4 +34,38 @@ func MarkedHeap() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// ProcessSyscalls returns how many read and write system calls the process has made so far
+// (syscr and syscw of /proc/self/io: every thread's, the children's not), or an error where the
+// file cannot be read or parsed.
+func ProcessSyscalls() (reads, writes uint64, err error) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, 0, err
+	}
+	var seen int
+	for line := range strings.Lines(string(b)) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		switch name {
+		case "syscr":
+			dst = &reads
+		case "syscw":
+			dst = &writes
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseUint(value, 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("/proc/self/io: %s: %w", name, err)
+		}
+		seen++
+	}
+	if seen != 2 {
+		return 0, 0, fmt.Errorf("/proc/self/io: no syscr and syscw in %q", b)
+	}
+	return reads, writes, nil
 }

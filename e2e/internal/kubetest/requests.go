@@ -24,6 +24,8 @@ type Request struct {
 	Err    error
 	// Compressed: the server compressed the response body (gzip, which the transport inflated).
 	Compressed bool
+	// Proto is the protocol the response came over: "HTTP/2.0" or "HTTP/1.1".
+	Proto string
 }
 
 // Watch reports whether r is a watch (a GET with watch=true or watch=1).
@@ -87,6 +89,7 @@ func (t *logRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := Request{Time: time.Now(), Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), Accept: req.Header.Get("Accept"), Err: err}
 	if resp != nil {
 		r.Status = resp.StatusCode
+		r.Proto = resp.Proto
 		r.Compressed = resp.Uncompressed || resp.Header.Get("Content-Encoding") == "gzip"
 	}
 	t.log.mu.Lock()
