@@ -51,6 +51,7 @@ var imports = map[string]string{
 	"informertest": "github.com/typedkube/informer/informertest",
 	"shard":        "github.com/typedkube/informer/shard",
 	"wire":         "github.com/typedkube/informer/wire",
+	"watchconn":    "github.com/typedkube/informer/watchconn",
 	"typedcache":   "github.com/typedkube/informer/controllerruntime/typedcache",
 	"informerprom": "github.com/typedkube/informer/examples/prometheus",
 
