@@ -161,11 +161,13 @@ type FactoryOptions struct {
 	// Shutdown leaves its idle connections open. Default: one made from
 	// the *rest.Config with rest.HTTPClientFor.
 	HTTPClient *http.Client
-	// WatchHTTP1 sends each watch of the factory's informers over an
-	// HTTP/1.1 connection of its own, and its other requests (lists,
-	// discovery) as before (package watchconn): a watch event then costs
-	// the client no flow-control writes and one hand-off fewer than over
-	// HTTP/2's shared connection (docs/transport.md). The price: a
+	// WatchHTTP1 sends each watch of the informers of a factory made by
+	// NewFactory over an HTTP/1.1 connection of its own, and its other
+	// requests (lists, discovery) as before (package watchconn; a factory
+	// over clients, informertest's too, has no transport to change). A
+	// watch event then costs the client no flow-control writes and one
+	// hand-off fewer than over HTTP/2's shared connection
+	// (docs/transport.md). The price: a
 	// connection per watch, and no HTTP/2 health checks on it (a watch on a
 	// connection that died silently ends when TCP keep-alive or the watch's
 	// timeout notices). NewFactory returns an error wrapping

@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"net/http"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -13,6 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	"github.com/typedkube/informer/watchconn"
 )
 
 // Per-type selectors are added to the factory's, reach every LIST and
@@ -403,6 +407,58 @@ func TestFactoryUnknownModes(t *testing.T) {
 	} {
 		if _, err := NewFactory(srv.Config(), opts); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("NewFactory(%+v) = %v, want ErrInvalidOptions", opts, err)
+		}
+	}
+}
+
+// With WatchHTTP1 the factory's watches go through watchconn's transport
+// (the fake API is plain HTTP, so both transports speak HTTP/1.1 to it;
+// watchconn's tests check the protocol): the informer syncs and sees a
+// watched update, and Shutdown leaves no goroutine (goleak, TestMain). A
+// config whose transport the option cannot change is refused.
+func TestFactoryWatchHTTP1(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	create(t, srv, factoryPod("a", "web", "n1"))
+	f := newTestFactory(t, srv, FactoryOptions{WatchHTTP1: true})
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := make(chan string, 1)
+	if _, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{
+		UpdateFunc: func(_, p *corev1.Pod) { updated <- p.Spec.NodeName },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	if err := srv.Update(factoryPod("a", "web", "n2")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case node := <-updated:
+		if node != "n2" {
+			t.Errorf("update to node %q, want n2", node)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no update came in 30 s")
+	}
+	if len(resourceRequests(srv, "/pods")) == 0 {
+		t.Error("no pods request recorded")
+	}
+
+	custom := srv.Config()
+	custom.Transport = http.DefaultTransport
+	h2only := srv.Config()
+	h2only.TLSClientConfig.NextProtos = []string{"h2"}
+	for name, cfg := range map[string]*rest.Config{"its own Transport": custom, "HTTP/2 only": h2only} {
+		if _, err := NewFactory(cfg, FactoryOptions{WatchHTTP1: true}); !errors.Is(err, watchconn.ErrUnsupported) {
+			t.Errorf("%s: NewFactory = %v, want watchconn.ErrUnsupported", name, err)
+		}
+		f, err := NewFactory(cfg, FactoryOptions{})
+		if err != nil {
+			t.Errorf("%s, without WatchHTTP1: %v", name, err)
+		} else {
+			f.Shutdown()
 		}
 	}
 }
