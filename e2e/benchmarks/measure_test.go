@@ -185,9 +185,10 @@ func (h *heapSampler) Peak() uint64 {
 func (h *heapSampler) Marked() uint64 { return h.marked }
 
 // syscallsPerEvent averages, over the rounds of a steady-state benchmark, the read and write
-// system calls the process made per event (kubetest.ProcessSyscalls): a write on a watch's
-// connection is, but for the writer's start, HTTP/2 flow control (the transport's WINDOW_UPDATE
-// frames as the body is read), which costs a TLS record and a send on the loopback each.
+// system calls the process made per event (kubetest.ProcessSyscalls). Over HTTP/2 most of the
+// writes are the transport's flow control (a WINDOW_UPDATE frame each time 4 KiB of a body have
+// been read: a TLS record and a send on the loopback each); any other write of the process in the
+// window counts too, such as the writer's start (docs/transport.md).
 type syscallsPerEvent struct {
 	r0, w0, reads, writes float64
 	rounds                int
