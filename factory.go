@@ -167,12 +167,12 @@ type FactoryOptions struct {
 	// over clients, informertest's too, has no transport to change). A
 	// watch event then costs the client no flow-control writes and one
 	// hand-off fewer than over HTTP/2's shared connection
-	// (docs/transport.md). The price: a
-	// connection per watch, and no HTTP/2 health checks on it (a watch on a
-	// connection that died silently ends when TCP keep-alive or the watch's
-	// timeout notices). NewFactory returns an error wrapping
-	// watchconn.ErrUnsupported for a *rest.Config that sets its own
-	// Transport or TLS protocols without HTTP/1.1. Default false.
+	// (docs/transport.md). The price: a connection per watch, and no
+	// HTTP/2 health checks on it (a watch on a connection that died
+	// silently ends when TCP keep-alive or the watch's timeout notices).
+	// NewFactory returns an error wrapping watchconn.ErrUnsupported for a
+	// *rest.Config that sets its own Transport or TLS protocols without
+	// HTTP/1.1. Default false.
 	WatchHTTP1 bool
 	// Logger receives the factory's own log lines, such as discovery
 	// refreshes. Informers log through the context given to Start
