@@ -151,16 +151,9 @@ func testManager(t *testing.T, plan []faultKind, watchHTTP1 bool) {
 	}
 	t.Logf("%d writes, %d reconciles", w.writes.Load(), r.reconciles.Load())
 	if watchHTTP1 {
-		watches := 0
-		for _, req := range log.Requests(func(r kubetest.Request) bool { return r.Status != 0 }) {
-			want := "HTTP/2.0"
-			if req.Watch() {
-				want = "HTTP/1.1"
-				watches++
-			}
-			if req.Proto != want {
-				t.Errorf("%v came over %q, want %s", req, req.Proto, want)
-			}
+		watches, wrong := kubetest.WatchesOverHTTP1(log.Requests(func(r kubetest.Request) bool { return r.Status != 0 }))
+		for _, w := range wrong {
+			t.Error(w)
 		}
 		t.Logf("%d watches answered over HTTP/1.1", watches)
 	}

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"path"
@@ -136,4 +137,21 @@ func (l *RequestLog) Reset() {
 	l.mu.Lock()
 	l.reqs = nil
 	l.mu.Unlock()
+}
+
+// WatchesOverHTTP1 checks reqs against what watchconn does: each watch came over HTTP/1.1, and
+// every other request over HTTP/2. It returns how many watches reqs hold, and a line for each
+// request that came over another protocol.
+func WatchesOverHTTP1(reqs []Request) (watches int, wrong []string) {
+	for _, r := range reqs {
+		want := "HTTP/2.0"
+		if r.Watch() {
+			want = "HTTP/1.1"
+			watches++
+		}
+		if r.Proto != want {
+			wrong = append(wrong, fmt.Sprintf("%v came over %q, want %s", r, r.Proto, want))
+		}
+	}
+	return watches, wrong
 }
