@@ -168,12 +168,20 @@ type FactoryOptions struct {
 	// watch event then costs the client no flow-control writes and one
 	// hand-off fewer than over HTTP/2's shared connection
 	// (docs/transport.md). The price: a connection per watch, and no
-	// HTTP/2 health checks on it (a watch on a connection that died
-	// silently ends when TCP keep-alive or the watch's timeout notices).
+	// HTTP/2 health checks on it: in their place a watch that waited
+	// WatchHTTP1IdleTimeout for a byte (the apiserver sends a bookmark
+	// about once a minute) is taken for dead and watched again.
 	// NewFactory returns an error wrapping watchconn.ErrUnsupported for a
 	// *rest.Config that sets its own Transport or TLS protocols without
 	// HTTP/1.1. Default false.
 	WatchHTTP1 bool
+	// WatchHTTP1IdleTimeout is watchconn.Options.IdleTimeout of the
+	// watches WatchHTTP1 sends: how long a watch's reader waits for a byte
+	// before the watch is ended and watched again from the last resource
+	// version. Zero: watchconn.DefaultIdleTimeout (90 seconds). Negative:
+	// never (a watch on a connection that died silently then ends when
+	// TCP keep-alive or the watch's timeout notices).
+	WatchHTTP1IdleTimeout time.Duration
 	// Logger receives the factory's own log lines, such as discovery
 	// refreshes. Informers log through the context given to Start
 	// (klog.FromContext), as SharedIndexInformer.Run does. Default: none.
@@ -302,7 +310,7 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 	}
 	rt := f.http.Transport
 	if opts.WatchHTTP1 {
-		if f.watches, err = watchconn.Transport(f.cfg, rt); err != nil {
+		if f.watches, err = watchconn.Transport(f.cfg, rt, watchconn.Options{IdleTimeout: opts.WatchHTTP1IdleTimeout}); err != nil {
 			return nil, fmt.Errorf("informer: WatchHTTP1: %w", err)
 		}
 		rt = f.watches

@@ -13,18 +13,23 @@
 // wake-ups. docs/transport.md has the measurements.
 //
 // What it costs: one TCP connection (and one TLS handshake) per watch, not
-// per client. And HTTP/2's health checks do not cover these connections: a
-// watch on a connection that died without a word (a partition, a peer gone)
-// ends when TCP keep-alive notices, or at the watch's timeout, rather than
-// after client-go's HTTP/2 ping timeout (about 45 seconds).
+// per client. HTTP/2's health checks do not cover these connections; in
+// their place a watch that allows bookmarks, which the apiserver sends
+// about once a minute, is ended when its reader has waited
+// Options.IdleTimeout for a byte (90 seconds by default, against about 45
+// for client-go's HTTP/2 pings), and is watched again. A watch without
+// bookmarks on a connection that died without a word ends when TCP
+// keep-alive notices, or at the watch's timeout.
 package watchconn
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
-	"strconv"
+	"strings"
+	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
@@ -36,6 +41,22 @@ import (
 // HTTP/1.1.
 var ErrUnsupported = errors.New("watchconn: cannot send this config's watches over HTTP/1.1")
 
+// Options are the options of Transport. The zero value gives the
+// defaults.
+type Options struct {
+	// IdleTimeout ends a watch that allows bookmarks
+	// (allowWatchBookmarks=true, as informers ask) when its reader has
+	// waited this long for a byte: no event and no bookmark came, so the
+	// connection or the server is taken for dead (see idle.go). Its read
+	// returns an error wrapping ErrIdle, a timeout, after which an informer
+	// watches again from the last resource version it saw. Zero:
+	// DefaultIdleTimeout. Negative: never; such a watch then ends as one
+	// without bookmarks does. A timeout under the minute between the
+	// apiserver's bookmarks ends every watch of an object that does not
+	// change for that long, to be watched again.
+	IdleTimeout time.Duration
+}
+
 // Transport returns a RoundTripper that sends watch requests (IsWatch: as
 // client-go's Watch and a watch-list request send them) over an HTTP/1.1 transport made from cfg, and every
 // other request over rt (http.DefaultTransport if nil). The HTTP/1.1
@@ -46,7 +67,7 @@ var ErrUnsupported = errors.New("watchconn: cannot send this config's watches ov
 // Its CloseIdleConnections closes the idle connections of both transports;
 // CloseIdleWatchConnections those of the HTTP/1.1 one alone, for a caller
 // that does not own rt.
-func Transport(cfg *rest.Config, rt http.RoundTripper) (*Splitter, error) {
+func Transport(cfg *rest.Config, rt http.RoundTripper, o Options) (*Splitter, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: nil *rest.Config", ErrUnsupported)
 	}
@@ -65,31 +86,62 @@ func Transport(cfg *rest.Config, rt http.RoundTripper) (*Splitter, error) {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	return &Splitter{watches: watches, rest: rt}, nil
+	idle := o.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	return &Splitter{watches: watches, rest: rt, idle: idle, clock: realClock{}}, nil
 }
 
 // Splitter is the RoundTripper Transport returns.
 type Splitter struct {
 	watches, rest http.RoundTripper
+	idle          time.Duration // a watch's idle timeout; not positive: none
+	clock         clock
 }
 
 // RoundTrip sends req over the HTTP/1.1 transport if it is a watch, and
-// over the other one if not.
+// over the other one if not. The body of a watch that allows bookmarks
+// ends when its reader has waited the idle timeout for a byte.
 func (s *Splitter) RoundTrip(req *http.Request) (*http.Response, error) {
-	if IsWatch(req) {
-		return s.watches.RoundTrip(req)
+	watch, bookmarks := kind(req)
+	if !watch {
+		return s.rest.RoundTrip(req)
 	}
-	return s.rest.RoundTrip(req)
+	resp, err := s.watches.RoundTrip(req)
+	if err == nil && bookmarks && s.idle > 0 && resp.StatusCode == http.StatusOK {
+		resp.Body = newIdleBody(resp.Body, req.URL.Path, s.idle, s.clock)
+	}
+	return resp, err
 }
 
 // IsWatch reports whether req is a watch request: a GET whose query sets
-// watch to true, as the apiserver reads it (strconv.ParseBool).
+// watch to true, as the apiserver reads it (any value but "0" or "false",
+// in any case, even an empty one).
 func IsWatch(req *http.Request) bool {
+	watch, _ := kind(req)
+	return watch
+}
+
+// kind reports whether req is a watch request, and whether it allows
+// bookmarks.
+func kind(req *http.Request) (watch, bookmarks bool) {
 	if req.Method != http.MethodGet || req.URL == nil {
-		return false
+		return false, false
 	}
-	w, err := strconv.ParseBool(req.URL.Query().Get("watch"))
-	return err == nil && w
+	q := req.URL.Query()
+	if !queryBool(q, "watch") {
+		return false, false
+	}
+	return true, queryBool(q, "allowWatchBookmarks")
+}
+
+// queryBool reads the boolean parameter key of q as the apiserver reads
+// its list options' (runtime.Convert_Slice_string_To_bool): absent, "0"
+// and "false" in any case are false, and any other first value true.
+func queryBool(q url.Values, key string) bool {
+	v, ok := q[key]
+	return ok && len(v) > 0 && v[0] != "0" && !strings.EqualFold(v[0], "false")
 }
 
 // CloseIdleConnections closes the idle connections of both transports.

@@ -44,7 +44,7 @@ func TestTransportSendsWatchesOverHTTP1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Transport(cfg, shared)
+	s, err := Transport(cfg, shared, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +58,13 @@ func TestTransportSendsWatchesOverHTTP1(t *testing.T) {
 		{http.MethodGet, "watch=1", "HTTP/1.1"},
 		{http.MethodGet, "watch=True&sendInitialEvents=true", "HTTP/1.1"},
 		{http.MethodGet, "watch=false", "HTTP/2.0"},
-		{http.MethodGet, "watch=", "HTTP/2.0"},
-		{http.MethodGet, "watch=yes", "HTTP/2.0"}, // not a bool to the apiserver either
+		{http.MethodGet, "watch=FALSE", "HTTP/2.0"},
+		{http.MethodGet, "watch=0", "HTTP/2.0"},
+		{http.MethodGet, "watch=0&watch=1", "HTTP/2.0"}, // the apiserver reads the first
+		{http.MethodGet, "watching=true", "HTTP/2.0"},
+		// The apiserver takes any other value for true, an empty one too.
+		{http.MethodGet, "watch=", "HTTP/1.1"},
+		{http.MethodGet, "watch=yes", "HTTP/1.1"},
 		{http.MethodPost, "watch=true", "HTTP/2.0"},
 		{http.MethodDelete, "watch=true", "HTTP/2.0"},
 	} {
@@ -89,7 +94,7 @@ func TestTransportSendsWatchesOverHTTP1(t *testing.T) {
 // connection: nothing of it outlives the test (goleak, TestMain).
 func TestTransportStreamsAndStops(t *testing.T) {
 	srv, cfg := server(t)
-	s, err := Transport(cfg, nil)
+	s, err := Transport(cfg, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +130,7 @@ func TestTransportRefuses(t *testing.T) {
 			return c
 		}(),
 	} {
-		if _, err := Transport(c, nil); !errors.Is(err, ErrUnsupported) {
+		if _, err := Transport(c, nil, Options{}); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: err %v, want ErrUnsupported", name, err)
 		} else if !strings.HasPrefix(err.Error(), "watchconn: ") {
 			t.Errorf("%s: err %q does not say where it came from", name, err)
@@ -133,7 +138,7 @@ func TestTransportRefuses(t *testing.T) {
 	}
 	c := rest.CopyConfig(cfg)
 	c.TLSClientConfig.NextProtos = []string{"h2", "http/1.1"}
-	s, err := Transport(c, nil)
+	s, err := Transport(c, nil, Options{})
 	if err != nil {
 		t.Fatalf("h2 and http/1.1 offered: %v", err)
 	}

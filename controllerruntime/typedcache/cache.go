@@ -96,7 +96,7 @@ func newCache(cfg *rest.Config, opts cache.Options, o Options) (*Cache, error) {
 		}
 	}
 	if o.WatchHTTP1 {
-		if c.watches, err = watchconn.Transport(cfg, c.http.Transport); err != nil {
+		if c.watches, err = watchconn.Transport(cfg, c.http.Transport, watchconn.Options{IdleTimeout: o.WatchHTTP1IdleTimeout}); err != nil {
 			return nil, fmt.Errorf("typedcache: WatchHTTP1: %w", err)
 		}
 		c.http = &http.Client{Transport: c.watches, CheckRedirect: c.http.CheckRedirect, Jar: c.http.Jar, Timeout: c.http.Timeout}

@@ -3,6 +3,7 @@ package typedcache
 import (
 	"context"
 	"reflect"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -50,6 +51,11 @@ type Options struct {
 	// watchconn.ErrUnsupported for a *rest.Config that sets its own
 	// Transport or TLS protocols without HTTP/1.1. Default false.
 	WatchHTTP1 bool
+	// WatchHTTP1IdleTimeout is informer.FactoryOptions.WatchHTTP1IdleTimeout:
+	// how long a watch's reader waits for a byte (the apiserver sends a
+	// bookmark about once a minute) before the watch is taken for dead and
+	// watched again. Zero: watchconn.DefaultIdleTimeout; negative: never.
+	WatchHTTP1IdleTimeout time.Duration
 }
 
 // Typed is a Go type the cache decodes itself: see For and Projection.

@@ -1,6 +1,7 @@
 package informers
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/typedkube/informer/e2e/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // With FactoryOptions.WatchHTTP1, the factory's watches go over HTTP/1.1 and its other requests
@@ -67,4 +69,82 @@ func TestFactoryWatchHTTP1(t *testing.T) {
 		t.Error(w)
 	}
 	t.Logf("%d watches over HTTP/1.1, %d other requests over HTTP/2", watches, len(reqs)-watches)
+}
+
+// With WatchHTTP1, a watch whose connection goes silent (a partition, a server that hangs: the
+// connection stays open and nothing comes) ends once its reader has waited
+// WatchHTTP1IdleTimeout for a byte, and the informer watches again on a new connection from the
+// resource version it had: it sees what was written meanwhile, with no relist. Without the idle
+// timeout nothing would end that watch (its connection answers TCP keep-alive) until the
+// watch's own timeout, minutes later.
+func TestFactoryWatchHTTP1IdleTimeout(t *testing.T) {
+	verifyNoGoroutinesLeft(t)
+	ctx := testContext(t, 2*time.Minute)
+	admin := adminClients(t)
+	ns := newNamespace(t, admin)
+	createConfigMaps(t, ctx, admin, ns, 3)
+
+	var dialer kubetest.StallingDialer
+	t.Cleanup(dialer.CloseAll)
+	cfg := srv.AdminConfig()
+	cfg.Dial = dialer.Dial
+	var log kubetest.RequestLog
+	f := newFactory(t, log.Wrap(cfg), ns, informer.FactoryOptions{WatchHTTP1: true, WatchHTTP1IdleTimeout: 5 * time.Second})
+	t.Cleanup(f.Shutdown)
+	cms, err := informer.For[*corev1.ConfigMap](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := make(chan string, 16)
+	if _, err := cms.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.ConfigMap]{
+		AddFunc: func(cm *corev1.ConfigMap, initial bool) {
+			if !initial {
+				added <- cm.Name
+			}
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	if synced, err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatalf("WaitForCacheSync: %v (%v)", err, synced)
+	}
+	// The watch-list stream that synced the cache gives way to a plain watch (see the
+	// reflector); the connection to silence is that watch's.
+	watching := func(r kubetest.Request) bool { return r.WatchOf("configmaps") && !r.WatchList() && r.Status == 200 }
+	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		return log.Count(watching) > 0, nil
+	}); err != nil {
+		t.Fatalf("no plain watch of the ConfigMaps began after the sync: %v; requests: %v", err, log.Requests(nil))
+	}
+	stalled := dialer.Stall()
+	if _, err := admin.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "after-stall"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case name := <-added:
+		if name != "after-stall" {
+			t.Errorf("added %q, want after-stall", name)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the ConfigMap created after %d connections went silent was not seen: the silent watch did not end (%v)", stalled, ctx.Err())
+	}
+	f.Shutdown()
+
+	reqs := log.Requests(nil)
+	var lists, watches int
+	for _, r := range reqs {
+		switch {
+		case r.ListOf("configmaps") || r.WatchList():
+			lists++
+		case r.WatchOf("configmaps"):
+			watches++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("%d lists of the ConfigMaps, want the first alone: the watch was not started again from its resource version", lists)
+	}
+	t.Logf("%d connections made silent; %d watches, %d list", stalled, watches, lists)
 }

@@ -1,0 +1,84 @@
+package kubetest
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// StallingDialer dials TCP connections that a test can make silent all at once (Stall): from then
+// on nothing the server sends reaches the client and what the client writes goes nowhere, but
+// each connection stays open, as over a network partition or to a server that hangs. Connections
+// it dials later work.
+type StallingDialer struct {
+	mu    sync.Mutex
+	conns []*stallConn
+}
+
+// Dial dials as a rest.Config's Dial.
+func (d *StallingDialer) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &stallConn{Conn: conn, closed: make(chan struct{})}
+	d.mu.Lock()
+	d.conns = append(d.conns, c)
+	d.mu.Unlock()
+	return c, nil
+}
+
+// Stall makes every connection dialed so far silent, and returns how many there were.
+func (d *StallingDialer) Stall() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.stalled.Store(true)
+	}
+	return len(d.conns)
+}
+
+// CloseAll closes every connection dialed.
+func (d *StallingDialer) CloseAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.Close()
+	}
+}
+
+// stallConn is a connection that Stall can make silent.
+type stallConn struct {
+	net.Conn
+	stalled   atomic.Bool
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// Read returns what the server sent until the connection is stalled; a stalled one's reads,
+// and a read that was waiting when it stalled, wait until it is closed, and what came is dropped.
+func (c *stallConn) Read(p []byte) (int, error) {
+	if !c.stalled.Load() {
+		n, err := c.Conn.Read(p)
+		if !c.stalled.Load() {
+			return n, err
+		}
+	}
+	<-c.closed
+	return 0, net.ErrClosed
+}
+
+// Write sends p, or drops it once the connection is stalled.
+func (c *stallConn) Write(p []byte) (int, error) {
+	if c.stalled.Load() {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *stallConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
