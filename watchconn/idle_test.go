@@ -132,16 +132,18 @@ func idleServer(t *testing.T) (srv *httptest.Server, send chan<- string, done <-
 	return srv, chunks, ended
 }
 
-// idleSplitter is a Splitter for srv whose idle timeout runs on clock.
-func idleSplitter(t *testing.T, srv *httptest.Server, idle time.Duration, clock *manualClock) *Splitter {
+// idleSplitter is a Splitter for srv whose idle timeout runs on the clock
+// it returns.
+func idleSplitter(t *testing.T, srv *httptest.Server, idle time.Duration) (*Splitter, *manualClock) {
 	t.Helper()
 	s, err := Transport(&rest.Config{Host: srv.URL}, nil, Options{IdleTimeout: idle})
 	if err != nil {
 		t.Fatal(err)
 	}
+	clock := &manualClock{now: time.Unix(1_000_000, 0)}
 	s.clock = clock
 	t.Cleanup(s.CloseIdleConnections)
-	return s
+	return s, clock
 }
 
 // watch starts a watch of srv through s with query q.
@@ -220,8 +222,7 @@ const tick = DefaultIdleTimeout / ticksPerIdle
 // then it lives.
 func TestIdleWatchEnds(t *testing.T) {
 	srv, send, done := idleServer(t)
-	clock := &manualClock{now: time.Unix(1_000_000, 0)}
-	s := idleSplitter(t, srv, 0, clock)
+	s, clock := idleSplitter(t, srv, 0)
 	body := watch(t, t.Context(), s, srv, "watch=true&allowWatchBookmarks=true")
 	b := idleBodyOf(t, body)
 	more, got := reader(t, body)
@@ -265,8 +266,7 @@ func TestIdleWatchEnds(t *testing.T) {
 // that waits counts.
 func TestIdleWatchLives(t *testing.T) {
 	srv, send, done := idleServer(t)
-	clock := &manualClock{now: time.Unix(1_000_000, 0)}
-	s := idleSplitter(t, srv, 0, clock)
+	s, clock := idleSplitter(t, srv, 0)
 	body := watch(t, t.Context(), s, srv, "watch=true&allowWatchBookmarks=true")
 	b := idleBodyOf(t, body)
 	more, got := reader(t, body)
@@ -316,8 +316,7 @@ func TestIdleWatchWhich(t *testing.T) {
 		{0, "watch=true&allowWatchBookmarks=0", false},
 		{-1, "watch=true&allowWatchBookmarks=true", false},
 	} {
-		clock := &manualClock{now: time.Unix(1_000_000, 0)}
-		s := idleSplitter(t, srv, tc.idle, clock)
+		s, clock := idleSplitter(t, srv, tc.idle)
 		ctx, cancel := context.WithCancel(t.Context())
 		body := watch(t, ctx, s, srv, tc.query)
 		if _, ok := body.(*idleBody); ok != tc.watched || (clock.armed() > 0) != tc.watched {
@@ -330,8 +329,7 @@ func TestIdleWatchWhich(t *testing.T) {
 		http.Error(w, "no", http.StatusGone)
 	}))
 	defer refused.Close()
-	clock := &manualClock{now: time.Unix(1_000_000, 0)}
-	s := idleSplitter(t, refused, 0, clock)
+	s, clock := idleSplitter(t, refused, 0)
 	if body := watch(t, t.Context(), s, refused, "watch=true&allowWatchBookmarks=true"); clock.armed() != 0 {
 		t.Errorf("a 410's body is a %T, watched for idleness", body)
 	}
@@ -340,8 +338,7 @@ func TestIdleWatchWhich(t *testing.T) {
 // A body its reader closes arms no more checks.
 func TestIdleWatchClosed(t *testing.T) {
 	srv, send, _ := idleServer(t)
-	clock := &manualClock{now: time.Unix(1_000_000, 0)}
-	s := idleSplitter(t, srv, 0, clock)
+	s, clock := idleSplitter(t, srv, 0)
 	body := watch(t, t.Context(), s, srv, "watch=true&allowWatchBookmarks=true")
 	more, got := reader(t, body)
 	more <- struct{}{}

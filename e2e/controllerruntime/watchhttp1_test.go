@@ -50,11 +50,8 @@ func TestCacheWatchHTTP1IdleTimeout(t *testing.T) {
 	}
 	// The watch-list stream that synced the cache gives way to a plain watch; the connection
 	// to silence is that watch's.
-	watching := func(r kubetest.Request) bool { return r.WatchOf("configmaps") && !r.WatchList() && r.Status == 200 }
-	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return log.Count(watching) > 0, nil
-	}); err != nil {
-		t.Fatalf("no plain watch of the ConfigMaps began after the sync: %v; requests: %v", err, log.Requests(nil))
+	if err := kubetest.WaitPlainWatch(ctx, &log, "configmaps"); err != nil {
+		t.Fatal(err)
 	}
 	stalled := dialer.Stall()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "after-stall"}}
@@ -73,5 +70,5 @@ func TestCacheWatchHTTP1IdleTimeout(t *testing.T) {
 	if lists != 1 {
 		t.Errorf("%d lists of the ConfigMaps, want the first alone: the watch was not started again from its resource version", lists)
 	}
-	t.Logf("%d connections made silent; %d watches, %d list", stalled, log.Count(watching), lists)
+	t.Logf("%d connections made silent; %d watches, %d list", stalled, log.Count(kubetest.PlainWatchOf("configmaps")), lists)
 }

@@ -1,7 +1,6 @@
 package informers
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/typedkube/informer/e2e/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // With FactoryOptions.WatchHTTP1, the factory's watches go over HTTP/1.1 and its other requests
@@ -111,11 +109,8 @@ func TestFactoryWatchHTTP1IdleTimeout(t *testing.T) {
 	}
 	// The watch-list stream that synced the cache gives way to a plain watch (see the
 	// reflector); the connection to silence is that watch's.
-	watching := func(r kubetest.Request) bool { return r.WatchOf("configmaps") && !r.WatchList() && r.Status == 200 }
-	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return log.Count(watching) > 0, nil
-	}); err != nil {
-		t.Fatalf("no plain watch of the ConfigMaps began after the sync: %v; requests: %v", err, log.Requests(nil))
+	if err := kubetest.WaitPlainWatch(ctx, &log, "configmaps"); err != nil {
+		t.Fatal(err)
 	}
 	stalled := dialer.Stall()
 	if _, err := admin.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{

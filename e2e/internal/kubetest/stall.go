@@ -2,10 +2,13 @@ package kubetest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // StallingDialer dials TCP connections that a test can make silent all at once (Stall): from then
@@ -81,4 +84,21 @@ func (c *stallConn) Write(p []byte) (int, error) {
 func (c *stallConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
 	return c.Conn.Close()
+}
+
+// PlainWatchOf reports whether r is a plain watch of resource (not a watch-list stream) that the
+// server answered: the watch an informer keeps once a watch-list has synced its cache.
+func PlainWatchOf(resource string) func(r Request) bool {
+	return func(r Request) bool { return r.WatchOf(resource) && !r.WatchList() && r.Status == 200 }
+}
+
+// WaitPlainWatch waits until log holds a plain watch of resource (PlainWatchOf), and says what
+// log holds if ctx ends first.
+func WaitPlainWatch(ctx context.Context, log *RequestLog, resource string) error {
+	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		return log.Count(PlainWatchOf(resource)) > 0, nil
+	}); err != nil {
+		return fmt.Errorf("no plain watch of the %s began: %w; requests: %v", resource, err, log.Requests(nil))
+	}
+	return nil
 }
