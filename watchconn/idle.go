@@ -89,6 +89,7 @@ type idleBody struct {
 	// a Read waits.
 	reads   atomic.Uint64
 	expired atomic.Bool
+	logger  klog.Logger // the request context's
 
 	// Read and written by check alone, which runs on one timer at a time.
 	seen  uint64    // reads at the last check
@@ -99,8 +100,8 @@ type idleBody struct {
 	closed bool    // guarded by mu; by the reader or the idle timeout
 }
 
-func newIdleBody(rc io.ReadCloser, path string, idle time.Duration, c clock) *idleBody {
-	b := &idleBody{ReadCloser: rc, path: path, idle: idle, clock: c, since: c.Now()}
+func newIdleBody(rc io.ReadCloser, path string, idle time.Duration, c clock, logger klog.Logger) *idleBody {
+	b := &idleBody{ReadCloser: rc, path: path, idle: idle, clock: c, since: c.Now(), logger: logger}
 	b.mu.Lock()
 	b.timer = c.AfterFunc(idle/ticksPerIdle, b.check)
 	b.mu.Unlock()
@@ -127,7 +128,7 @@ func (b *idleBody) check() {
 		b.seen, b.since = r, now
 	case now.Sub(b.since) >= b.idle:
 		b.expired.Store(true)
-		klog.V(1).InfoS("Ending a watch that waited its idle timeout for a byte; it is watched again", "path", b.path, "idleTimeout", b.idle)
+		b.logger.V(1).Info("Ending a watch that waited its idle timeout for a byte; it is watched again", "path", b.path, "idleTimeout", b.idle)
 		_ = b.Close()
 		return
 	}

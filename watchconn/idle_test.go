@@ -8,12 +8,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 )
 
 // manualClock is a clock whose time moves only when a test steps it; its
@@ -223,7 +226,14 @@ const tick = DefaultIdleTimeout / ticksPerIdle
 func TestIdleWatchEnds(t *testing.T) {
 	srv, send, done := idleServer(t)
 	s, clock := idleSplitter(t, srv, 0)
-	body := watch(t, t.Context(), s, srv, "watch=true&allowWatchBookmarks=true")
+	var mu sync.Mutex
+	var logged []string
+	logger := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, args)
+	}, funcr.Options{Verbosity: 1})
+	body := watch(t, klog.NewContext(t.Context(), logger), s, srv, "watch=true&allowWatchBookmarks=true")
 	b := idleBodyOf(t, body)
 	more, got := reader(t, body)
 
@@ -258,6 +268,11 @@ func TestIdleWatchEnds(t *testing.T) {
 	}
 	if n := clock.armed(); n != 0 {
 		t.Errorf("%d checks still armed after the watch ended", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 1 || !strings.Contains(logged[0], `"path"="/api/v1/pods"`) {
+		t.Errorf("the request's logger got %q, want one line naming the watch's path", logged)
 	}
 }
 
@@ -387,7 +402,7 @@ func BenchmarkIdleBodyRead(b *testing.B) {
 		b.Run(fmt.Sprintf("watched=%t", watched), func(b *testing.B) {
 			var body io.ReadCloser = io.NopCloser(endless{})
 			if watched {
-				body = newIdleBody(body, "/bench", time.Hour, realClock{})
+				body = newIdleBody(body, "/bench", time.Hour, realClock{}, klog.Background())
 				defer body.Close()
 			}
 			buf := make([]byte, 4096)

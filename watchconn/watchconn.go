@@ -33,6 +33,7 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 )
 
 // ErrUnsupported reports a *rest.Config whose watches Transport cannot
@@ -110,7 +111,9 @@ func (s *Splitter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := s.watches.RoundTrip(req)
 	if err == nil && bookmarks && s.idle > 0 && resp.StatusCode == http.StatusOK {
-		resp.Body = newIdleBody(resp.Body, req.URL.Path, s.idle, s.clock)
+		// It logs through the request's logger: the informer's, given to
+		// its Run (klog.FromContext).
+		resp.Body = newIdleBody(resp.Body, req.URL.Path, s.idle, s.clock, klog.FromContext(req.Context()))
 	}
 	return resp, err
 }
