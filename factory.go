@@ -178,9 +178,10 @@ type FactoryOptions struct {
 	// WatchHTTP1IdleTimeout is watchconn.Options.IdleTimeout of the
 	// watches WatchHTTP1 sends: how long a watch's reader waits for a byte
 	// before the watch is ended and watched again from the last resource
-	// version. Zero: watchconn.DefaultIdleTimeout (90 seconds). Negative:
-	// never (a watch on a connection that died silently then ends when
-	// TCP keep-alive or the watch's timeout notices).
+	// version, and how long a watch request waits for its response.
+	// Zero: watchconn.DefaultIdleTimeout (90 seconds). Negative: never (a
+	// watch on a connection that died silently then ends when TCP
+	// keep-alive or the watch's timeout notices).
 	WatchHTTP1IdleTimeout time.Duration
 	// Logger receives the factory's own log lines, such as discovery
 	// refreshes. Informers log through the context given to Start

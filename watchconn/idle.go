@@ -28,7 +28,9 @@ import (
 //
 // Only a reader that waits counts: a watch whose reader is busy elsewhere
 // (its handlers, a full queue) and does not read is not idle, however
-// long no byte is read.
+// long no byte is read. A watch request whose response does not come
+// within IdleTimeout (a server that accepts connections and answers
+// nothing) is canceled the same way, with an error wrapping ErrIdle.
 
 // DefaultIdleTimeout is the idle timeout of a watch that allows
 // bookmarks when Options.IdleTimeout is zero: half as long again as the
@@ -39,14 +41,19 @@ const DefaultIdleTimeout = 90 * time.Second
 // was ended for waiting its idle timeout without a byte.
 var ErrIdle = errors.New("watchconn: the watch read nothing for its idle timeout")
 
-// idleError is the error of a read that the idle timeout ended: a
+// idleError is the error of a read that the idle timeout ended, or of a
+// watch request whose response's headers did not come within it: a
 // timeout, as net.Error says it, wrapping ErrIdle.
 type idleError struct {
-	path string
-	idle time.Duration
+	path    string
+	idle    time.Duration
+	headers bool // no response came
 }
 
 func (e *idleError) Error() string {
+	if e.headers {
+		return fmt.Sprintf("watchconn: the watch %s waited %v for its response: canceled", e.path, e.idle)
+	}
 	return fmt.Sprintf("watchconn: the watch %s waited %v for a byte (no event, no bookmark): closed, to be watched again", e.path, e.idle)
 }
 
@@ -90,6 +97,7 @@ type idleBody struct {
 	reads   atomic.Uint64
 	expired atomic.Bool
 	logger  klog.Logger // the request context's
+	onClose func()      // after the body is closed
 
 	// Read and written by check alone, which runs on one timer at a time.
 	seen  uint64    // reads at the last check
@@ -100,8 +108,8 @@ type idleBody struct {
 	closed bool    // guarded by mu; by the reader or the idle timeout
 }
 
-func newIdleBody(rc io.ReadCloser, path string, idle time.Duration, c clock, logger klog.Logger) *idleBody {
-	b := &idleBody{ReadCloser: rc, path: path, idle: idle, clock: c, since: c.Now(), logger: logger}
+func newIdleBody(rc io.ReadCloser, path string, idle time.Duration, c clock, logger klog.Logger, onClose func()) *idleBody {
+	b := &idleBody{ReadCloser: rc, path: path, idle: idle, clock: c, since: c.Now(), logger: logger, onClose: onClose}
 	b.mu.Lock()
 	b.timer = c.AfterFunc(idle/ticksPerIdle, b.check)
 	b.mu.Unlock()
@@ -151,5 +159,19 @@ func (b *idleBody) Close() error {
 	t := b.timer
 	b.mu.Unlock()
 	t.Stop()
-	return b.ReadCloser.Close()
+	err := b.ReadCloser.Close()
+	b.onClose()
+	return err
+}
+
+// closeFunc is a body that calls a function after it is closed.
+type closeFunc struct {
+	io.ReadCloser
+	after func()
+}
+
+func (c closeFunc) Close() error {
+	err := c.ReadCloser.Close()
+	c.after()
+	return err
 }

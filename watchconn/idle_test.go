@@ -402,7 +402,7 @@ func BenchmarkIdleBodyRead(b *testing.B) {
 		b.Run(fmt.Sprintf("watched=%t", watched), func(b *testing.B) {
 			var body io.ReadCloser = io.NopCloser(endless{})
 			if watched {
-				body = newIdleBody(body, "/bench", time.Hour, realClock{}, klog.Background())
+				body = newIdleBody(body, "/bench", time.Hour, realClock{}, klog.Background(), func() {})
 				defer body.Close()
 			}
 			buf := make([]byte, 4096)
@@ -414,4 +414,49 @@ func BenchmarkIdleBodyRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A watch that allows bookmarks whose response does not come within the
+// idle timeout (a server that accepts the connection and answers nothing)
+// is canceled, with an error wrapping ErrIdle that is a timeout.
+func TestIdleWatchNoResponse(t *testing.T) {
+	reached := make(chan struct{}, 1)
+	gone := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached <- struct{}{}
+		<-r.Context().Done() // never answers
+		gone <- struct{}{}
+	}))
+	defer srv.Close()
+	s, clock := idleSplitter(t, srv, 0)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/api/v1/pods?watch=true&allowWatchBookmarks=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := s.RoundTrip(req)
+		got <- result{resp, err}
+	}()
+	<-reached // the request is out, and its timer armed before it went
+	clock.step(DefaultIdleTimeout - time.Nanosecond)
+	select {
+	case r := <-got:
+		t.Fatalf("the watch returned before its idle timeout: %v, %v", r.resp, r.err)
+	default:
+	}
+	clock.step(time.Nanosecond)
+	r := <-got
+	if r.err == nil {
+		r.resp.Body.Close()
+		t.Fatalf("a watch with no response returned status %d", r.resp.StatusCode)
+	}
+	if !errors.Is(r.err, ErrIdle) || !utilnet.IsTimeout(r.err) {
+		t.Errorf("error %v, want a timeout wrapping ErrIdle", r.err)
+	}
+	<-gone // the server saw the request end
 }

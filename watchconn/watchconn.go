@@ -23,6 +23,7 @@
 package watchconn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -50,7 +51,9 @@ type Options struct {
 	// waited this long for a byte: no event and no bookmark came, so the
 	// connection or the server is taken for dead (see idle.go). Its read
 	// returns an error wrapping ErrIdle, a timeout, after which an informer
-	// watches again from the last resource version it saw. Zero:
+	// watches again from the last resource version it saw. A watch request
+	// that allows bookmarks and gets no response for this long is canceled
+	// with such an error. Zero:
 	// DefaultIdleTimeout. Negative: never; such a watch then ends as one
 	// without bookmarks does. A timeout under the minute between the
 	// apiserver's bookmarks ends every watch of an object that does not
@@ -109,11 +112,30 @@ func (s *Splitter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !watch {
 		return s.rest.RoundTrip(req)
 	}
-	resp, err := s.watches.RoundTrip(req)
-	if err == nil && bookmarks && s.idle > 0 && resp.StatusCode == http.StatusOK {
+	if !bookmarks || s.idle <= 0 {
+		return s.watches.RoundTrip(req)
+	}
+	// The request is canceled if its response does not come within the
+	// idle timeout; its context lives until its body is closed.
+	ctx, cancel := context.WithCancel(req.Context())
+	timer := s.clock.AfterFunc(s.idle, cancel)
+	resp, err := s.watches.RoundTrip(req.WithContext(ctx))
+	if !timer.Stop() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel()
+		return nil, &idleError{path: req.URL.Path, idle: s.idle, headers: true}
+	}
+	switch {
+	case err != nil:
+		cancel()
+	case resp.StatusCode == http.StatusOK:
 		// It logs through the request's logger: the informer's, given to
 		// its Run (klog.FromContext).
-		resp.Body = newIdleBody(resp.Body, req.URL.Path, s.idle, s.clock, klog.FromContext(req.Context()))
+		resp.Body = newIdleBody(resp.Body, req.URL.Path, s.idle, s.clock, klog.FromContext(req.Context()), cancel)
+	default:
+		resp.Body = closeFunc{resp.Body, cancel}
 	}
 	return resp, err
 }
