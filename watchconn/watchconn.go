@@ -105,8 +105,9 @@ type Splitter struct {
 }
 
 // RoundTrip sends req over the HTTP/1.1 transport if it is a watch, and
-// over the other one if not. The body of a watch that allows bookmarks
-// ends when its reader has waited the idle timeout for a byte.
+// over the other one if not. A watch that allows bookmarks is canceled if
+// its response does not come within the idle timeout, and its body ends
+// when its reader has waited that long for a byte.
 func (s *Splitter) RoundTrip(req *http.Request) (*http.Response, error) {
 	watch, bookmarks := kind(req)
 	if !watch {
