@@ -16,8 +16,20 @@ import (
 // each connection stays open, as over a network partition or to a server that hangs. Connections
 // it dials later work.
 type StallingDialer struct {
-	mu    sync.Mutex
-	conns []*stallConn
+	mu             sync.Mutex
+	conns          []*stallConn
+	afterHandshake bool // guarded by mu; see StallAfterHandshake
+}
+
+// StallAfterHandshake sets whether the connections dialed from now on stall once their TLS
+// handshake is done, as to a server that completes it and then answers nothing: each passes bytes
+// until the client writes its first application-data record (TLS content type 23, in TLS 1.3 its
+// encrypted Finished, after which the client takes the handshake as done), and is stalled from
+// that record on.
+func (d *StallingDialer) StallAfterHandshake(on bool) {
+	d.mu.Lock()
+	d.afterHandshake = on
+	d.mu.Unlock()
 }
 
 // Dial dials as a rest.Config's Dial.
@@ -28,6 +40,7 @@ func (d *StallingDialer) Dial(ctx context.Context, network, addr string) (net.Co
 	}
 	c := &stallConn{Conn: conn, closed: make(chan struct{})}
 	d.mu.Lock()
+	c.afterHandshake = d.afterHandshake
 	d.conns = append(d.conns, c)
 	d.mu.Unlock()
 	return c, nil
@@ -52,12 +65,16 @@ func (d *StallingDialer) CloseAll() {
 	}
 }
 
+// tlsApplicationData is the content type of a TLS application-data record: its first byte.
+const tlsApplicationData = 23
+
 // stallConn is a connection that Stall can make silent.
 type stallConn struct {
 	net.Conn
-	stalled   atomic.Bool
-	closed    chan struct{}
-	closeOnce sync.Once
+	stalled        atomic.Bool
+	afterHandshake bool // stall at the first application-data record written
+	closed         chan struct{}
+	closeOnce      sync.Once
 }
 
 // Read returns what the server sent until the connection is stalled; a stalled one's reads,
@@ -75,6 +92,9 @@ func (c *stallConn) Read(p []byte) (int, error) {
 
 // Write sends p, or drops it once the connection is stalled.
 func (c *stallConn) Write(p []byte) (int, error) {
+	if c.afterHandshake && len(p) > 0 && p[0] == tlsApplicationData {
+		c.stalled.Store(true)
+	}
 	if c.stalled.Load() {
 		return len(p), nil
 	}
