@@ -71,6 +71,63 @@ func TestFactoryWatchHTTP1(t *testing.T) {
 	t.Logf("%d watches over HTTP/1.1, %d other requests over HTTP/2", watches, len(reqs)-watches)
 }
 
+// timeoutFixture is what the tests of WatchHTTP1's timeouts share: a namespace with 3
+// ConfigMaps; a factory with WatchHTTP1 and a 5 s idle timeout whose connections a
+// StallingDialer makes and whose requests a RequestLog records; its ConfigMap informer, synced
+// and on the plain watch that follows its watch-list (the connection to silence is that
+// watch's); and the names of the ConfigMaps it adds after the listed ones.
+type timeoutFixture struct {
+	admin  *kubetest.Clients
+	ns     string
+	f      *informer.Factory
+	dialer kubetest.StallingDialer
+	log    kubetest.RequestLog
+	added  chan string
+}
+
+func newTimeoutFixture(t *testing.T, ctx context.Context) *timeoutFixture {
+	t.Helper()
+	x := &timeoutFixture{admin: adminClients(t), added: make(chan string, 16)}
+	x.ns = newNamespace(t, x.admin)
+	createConfigMaps(t, ctx, x.admin, x.ns, 3)
+	t.Cleanup(x.dialer.CloseAll)
+	cfg := srv.AdminConfig()
+	cfg.Dial = x.dialer.Dial
+	x.f = newFactory(t, x.log.Wrap(cfg), x.ns, informer.FactoryOptions{WatchHTTP1: true, WatchHTTP1IdleTimeout: 5 * time.Second})
+	t.Cleanup(x.f.Shutdown)
+	cms, err := informer.For[*corev1.ConfigMap](x.f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.ConfigMap]{
+		AddFunc: func(cm *corev1.ConfigMap, initial bool) {
+			if !initial {
+				x.added <- cm.Name
+			}
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	x.f.Start(ctx)
+	if synced, err := x.f.WaitForCacheSync(ctx); err != nil {
+		t.Fatalf("WaitForCacheSync: %v (%v)", err, synced)
+	}
+	if err := kubetest.WaitPlainWatch(ctx, &x.log, "configmaps"); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// createAfterStall creates the ConfigMap after-stall.
+func (x *timeoutFixture) createAfterStall(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := x.admin.Kube.CoreV1().ConfigMaps(x.ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "after-stall"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // With WatchHTTP1, a watch whose connection goes silent (a partition, a server that hangs: the
 // connection stays open and nothing comes) ends once its reader has waited
 // WatchHTTP1IdleTimeout for a byte, and the informer watches again on a new connection from the
@@ -80,57 +137,20 @@ func TestFactoryWatchHTTP1(t *testing.T) {
 func TestFactoryWatchHTTP1IdleTimeout(t *testing.T) {
 	verifyNoGoroutinesLeft(t)
 	ctx := testContext(t, 2*time.Minute)
-	admin := adminClients(t)
-	ns := newNamespace(t, admin)
-	createConfigMaps(t, ctx, admin, ns, 3)
-
-	var dialer kubetest.StallingDialer
-	t.Cleanup(dialer.CloseAll)
-	cfg := srv.AdminConfig()
-	cfg.Dial = dialer.Dial
-	var log kubetest.RequestLog
-	f := newFactory(t, log.Wrap(cfg), ns, informer.FactoryOptions{WatchHTTP1: true, WatchHTTP1IdleTimeout: 5 * time.Second})
-	t.Cleanup(f.Shutdown)
-	cms, err := informer.For[*corev1.ConfigMap](f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	added := make(chan string, 16)
-	if _, err := cms.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.ConfigMap]{
-		AddFunc: func(cm *corev1.ConfigMap, initial bool) {
-			if !initial {
-				added <- cm.Name
-			}
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	f.Start(ctx)
-	if synced, err := f.WaitForCacheSync(ctx); err != nil {
-		t.Fatalf("WaitForCacheSync: %v (%v)", err, synced)
-	}
-	// The watch-list stream that synced the cache gives way to a plain watch (see the
-	// reflector); the connection to silence is that watch's.
-	if err := kubetest.WaitPlainWatch(ctx, &log, "configmaps"); err != nil {
-		t.Fatal(err)
-	}
-	stalled := dialer.Stall()
-	if _, err := admin.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "after-stall"},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	x := newTimeoutFixture(t, ctx)
+	stalled := x.dialer.Stall()
+	x.createAfterStall(t, ctx)
 	select {
-	case name := <-added:
+	case name := <-x.added:
 		if name != "after-stall" {
 			t.Errorf("added %q, want after-stall", name)
 		}
 	case <-ctx.Done():
 		t.Fatalf("the ConfigMap created after %d connections went silent was not seen: the silent watch did not end (%v)", stalled, ctx.Err())
 	}
-	f.Shutdown()
+	x.f.Shutdown()
 
-	reqs := log.Requests(nil)
+	reqs := x.log.Requests(nil)
 	var lists, watches int
 	for _, r := range reqs {
 		switch {
@@ -154,58 +174,24 @@ func TestFactoryWatchHTTP1IdleTimeout(t *testing.T) {
 func TestFactoryWatchHTTP1RequestTimeout(t *testing.T) {
 	verifyNoGoroutinesLeft(t)
 	ctx := testContext(t, 3*time.Minute)
-	admin := adminClients(t)
-	ns := newNamespace(t, admin)
-	createConfigMaps(t, ctx, admin, ns, 3)
-
-	var dialer kubetest.StallingDialer
-	t.Cleanup(dialer.CloseAll)
-	cfg := srv.AdminConfig()
-	cfg.Dial = dialer.Dial
-	var log kubetest.RequestLog
-	f := newFactory(t, log.Wrap(cfg), ns, informer.FactoryOptions{WatchHTTP1: true, WatchHTTP1IdleTimeout: 5 * time.Second})
-	t.Cleanup(f.Shutdown)
-	cms, err := informer.For[*corev1.ConfigMap](f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	added := make(chan string, 16)
-	if _, err := cms.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.ConfigMap]{
-		AddFunc: func(cm *corev1.ConfigMap, _ bool) { added <- cm.Name },
-	}); err != nil {
-		t.Fatal(err)
-	}
-	f.Start(ctx)
-	if synced, err := f.WaitForCacheSync(ctx); err != nil {
-		t.Fatalf("WaitForCacheSync: %v (%v)", err, synced)
-	}
-	if err := kubetest.WaitPlainWatch(ctx, &log, "configmaps"); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		<-added // the listed ones
-	}
+	x := newTimeoutFixture(t, ctx)
 	// The watch's connection goes silent, so its idle timeout ends it; the next watch request
 	// goes over a new connection, which stalls once its handshake is done.
-	dialer.StallAfterHandshake(true)
-	stalled := dialer.Stall()
+	x.dialer.StallAfterHandshake(true)
+	stalled := x.dialer.Stall()
 	failed := func(r kubetest.Request) bool { return r.WatchOf("configmaps") && r.Err != nil }
 	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return log.Count(failed) > 0, nil
+		return x.log.Count(failed) > 0, nil
 	}); err != nil {
 		t.Fatalf("no watch request failed after %d connections went silent: a request that got no response was not canceled (%v)", stalled, err)
 	}
-	dialer.StallAfterHandshake(false)
-	if _, err := admin.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "after-stall"},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	x.dialer.StallAfterHandshake(false)
+	x.createAfterStall(t, ctx)
 	for {
 		select {
-		case name := <-added:
+		case name := <-x.added:
 			if name == "after-stall" {
-				t.Logf("%d connections made silent; %d watch requests failed", stalled, log.Count(failed))
+				t.Logf("%d connections made silent; %d watch requests failed", stalled, x.log.Count(failed))
 				return
 			}
 		case <-ctx.Done():
