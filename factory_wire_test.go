@@ -433,10 +433,9 @@ func TestFactorySharedMapsWritten(t *testing.T) {
 }
 
 // An update shares the parts of the object (a Pod's spec, status) that its
-// bytes did not change with the cached object it replaces, once the cache
-// holds the object of the update before it (a compact store: its codec
-// holds that object decoded); with a transform or with Wire.NoPartReuse,
-// it shares nothing. Each object equals the server's.
+// bytes did not change with the cached object it replaces (a compact
+// store: the object its codec holds decoded), the listed object's too;
+// with a transform or with Wire.NoPartReuse, it shares nothing. Each object equals the server's.
 func TestFactoryUpdateSharesUnchangedParts(t *testing.T) {
 	for _, mode := range []string{"default", "transform", "compact", "nopartreuse"} {
 		t.Run(mode, func(t *testing.T) {
@@ -490,14 +489,82 @@ func TestFactoryUpdateSharesUnchangedParts(t *testing.T) {
 				sharedSpec := &u.obj.Spec.Containers[0] == &u.old.Spec.Containers[0]
 				sharedStatus := &u.obj.Status.ContainerStatuses[0] == &u.old.Status.ContainerStatuses[0]
 				// Round 1 finds no parts remembered (the list does not
-				// remember them); round 3 changes the spec.
-				wantShared := (mode == "default" || mode == "compact") && round != 1 && round != 3
+				// remember them): the decoder derives them from the
+				// cached object; round 3 changes the spec.
+				wantShared := (mode == "default" || mode == "compact") && round != 3
 				if sharedSpec != wantShared || sharedStatus {
 					t.Errorf("round %d: spec shared with the replaced object %v, want %v; status shared %v, want false", round, sharedSpec, wantShared, sharedStatus)
 				}
 				pod = want
 			}
 		})
+	}
+}
+
+// A listed Pod's first update and delete share the parts their bytes did
+// not change with the cached object: the store's object has no parts
+// remembered, and the decoder derives them by encoding it again. Each
+// object equals the server's.
+func TestFactoryListedObjectSharesPartsWithItsFirstUpdate(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	pod := testobj.RealisticPod("ns", 0, 1)
+	if err := srv.Create(pod); err != nil {
+		t.Fatal(err)
+	}
+	f := newTestFactory(t, srv, FactoryOptions{})
+	pods, err := For[*corev1.Pod](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type event struct{ old, obj *corev1.Pod }
+	events := make(chan event, 8)
+	if _, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{
+		AddFunc:    func(obj *corev1.Pod, _ bool) { events <- event{nil, obj} },
+		UpdateFunc: func(old, obj *corev1.Pod) { events <- event{old, obj} },
+		DeleteFunc: func(d DeletedObject[*corev1.Pod]) { events <- event{nil, d.Obj} },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	next := func(what string) event {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s within 30s", what)
+		}
+		return event{}
+	}
+	listed := next("listed add").obj
+	want := pod.DeepCopy()
+	want.Status.ContainerStatuses[0].RestartCount++
+	if err := srv.Update(want); err != nil {
+		t.Fatal(err)
+	}
+	u := next("update")
+	if u.old != listed {
+		t.Fatal("the update's old object is not the listed one")
+	}
+	want.ResourceVersion = u.obj.ResourceVersion // the server's
+	if diff := cmp.Diff(want, u.obj, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("-server +cached:\n%s", diff)
+	}
+	if &u.obj.Spec.Containers[0] != &listed.Spec.Containers[0] {
+		t.Error("the first update of a listed Pod does not share its spec with the listed object")
+	}
+	if &u.obj.Status.ContainerStatuses[0] == &listed.Status.ContainerStatuses[0] {
+		t.Error("the update shares the status it changed")
+	}
+	if err := srv.Delete(want); err != nil {
+		t.Fatal(err)
+	}
+	d := next("delete").obj
+	if diff := cmp.Diff(want, d, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ResourceVersion")); diff != "" {
+		t.Fatalf("-server +deleted:\n%s", diff)
+	}
+	if &d.Spec.Containers[0] != &u.obj.Spec.Containers[0] {
+		t.Error("the deleted Pod does not share its spec with the last update's object")
 	}
 }
 

@@ -236,7 +236,9 @@ func statusUpdate(b *testing.B) (before, after []byte) {
 // BenchmarkDecodeUpdate decodes a kubelet-like status update of a realistic Pod
 // (testobj.RealisticPod: the Ready condition's time and the kubelet's managedFields entry move):
 // parts=whole decodes it all, parts=reused with the parts of the Pod before it (its spec is not
-// decoded, see parts.go); managedfields=drop the same with Options.DropManagedFields, which
+// decoded, see parts.go), parts=derived with those parts derived from the Pod before it, as the
+// first update of a listed Pod has them (its spec and status encoded again and hashed, the spec
+// then not decoded); managedfields=drop the same with Options.DropManagedFields, which
 // shows what the metadata's managedFields cost of each.
 func BenchmarkDecodeUpdate(b *testing.B) {
 	before, after := statusUpdate(b)
@@ -253,12 +255,14 @@ func BenchmarkDecodeUpdate(b *testing.B) {
 		if drop {
 			mf = "drop"
 		}
-		for _, reuse := range []bool{false, true} {
-			name := "managedfields=" + mf + "/parts=whole"
+		for _, reuse := range []string{"whole", "reused", "derived"} {
+			name := "managedfields=" + mf + "/parts=" + reuse
 			p, old := unsafe.Pointer(nil), (*parts)(nil)
-			if reuse {
-				name = "managedfields=" + mf + "/parts=reused"
+			switch reuse {
+			case "reused":
 				p, old = unsafe.Pointer(prev), &ps
+			case "derived":
+				p = unsafe.Pointer(prev)
 			}
 			b.Run(name, func(b *testing.B) {
 				b.ReportAllocs()
@@ -292,7 +296,8 @@ func evictCaches() {
 // servers beside it have emptied since the last one, against what a loop
 // decoding the same bytes over and over sees. sharing=off is
 // Options.NoSharing: what the decoder's tables of shared strings, maps,
-// bytes and times cost in memory accesses. code=warm decodes another Pod
+// bytes and times cost in memory accesses. parts=derived derives the
+// parts of the Pod before it, as BenchmarkDecodeUpdate's. code=warm decodes another Pod
 // with another decoder (a plan and tables of its own) after the caches
 // are emptied: the machine code and type descriptors are then cached, the
 // decoder's own data and the bytes are not. The timer's stops read the
@@ -306,16 +311,18 @@ func BenchmarkDecodeUpdateColdCache(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {
-		name              string
-		cold, reuse, code bool
-		opts              Options
+		name                      string
+		cold, reuse, code, derive bool
+		opts                      Options
 	}{
-		{"cache=warm/parts=reused", false, true, false, Options{}},
-		{"cache=cold/parts=reused", true, true, false, Options{}},
-		{"cache=cold/parts=reused/code=warm", true, true, true, Options{}},
-		{"cache=cold/parts=reused/sharing=off", true, true, false, Options{NoSharing: true}},
-		{"cache=warm/parts=whole", false, false, false, Options{}},
-		{"cache=cold/parts=whole", true, false, false, Options{}},
+		{"cache=warm/parts=reused", false, true, false, false, Options{}},
+		{"cache=cold/parts=reused", true, true, false, false, Options{}},
+		{"cache=cold/parts=reused/code=warm", true, true, true, false, Options{}},
+		{"cache=cold/parts=reused/sharing=off", true, true, false, false, Options{NoSharing: true}},
+		{"cache=warm/parts=derived", false, false, false, true, Options{}},
+		{"cache=cold/parts=derived", true, false, false, true, Options{}},
+		{"cache=warm/parts=whole", false, false, false, false, Options{}},
+		{"cache=cold/parts=whole", true, false, false, false, Options{}},
 	} {
 		d, err := NewDecoder[*corev1.Pod, *corev1.Pod](c.opts)
 		if err != nil {
@@ -326,8 +333,11 @@ func BenchmarkDecodeUpdateColdCache(b *testing.B) {
 			b.Fatal(err)
 		}
 		p, old := unsafe.Pointer(nil), (*parts)(nil)
-		if c.reuse {
+		switch {
+		case c.reuse:
 			p, old = unsafe.Pointer(prev), &ps
+		case c.derive: // as the first update of a listed Pod
+			p = unsafe.Pointer(prev)
 		}
 		var warm func() error
 		if c.code {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -183,6 +184,8 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 		}
 		if err = asUnmarshaler(o.tab, ptr).Unmarshal(v); err != nil {
 			err = malformed(err)
+		} else if o.quantity {
+			cacheString((*resource.Quantity)(ptr))
 		}
 	case opPtrUnmarshal:
 		if o.ptrShare == shareTime && s.times != nil {
@@ -195,6 +198,8 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 		}
 		if err = asUnmarshaler(o.tab, p).Unmarshal(v); err != nil {
 			err = malformed(err)
+		} else if o.quantity {
+			cacheString((*resource.Quantity)(p))
 		}
 	case opMap:
 		err = s.mapEntry(v, ptr, o)
@@ -288,6 +293,15 @@ func (s *state) scalar(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, er
 	}
 	return next, nil
 }
+
+// cacheString makes q, just decoded and not yet shared, hold its string
+// form: Quantity's String (which its protobuf encoder calls) makes it once
+// and keeps it in the value, a write that, on a cached object another
+// goroutine reads, would be a race. The parts of a cached object are
+// encoded again to tell whether an update changed them (derivedParts);
+// a Quantity in a map is encoded from a copy of it. A Quantity parsed from
+// its canonical form, as the API server writes it, holds it already.
+func cacheString(q *resource.Quantity) { _ = q.String() }
 
 // emptyIfNil makes a nil slice or map empty, as the generated decoders
 // leave a list-like field that is present.

@@ -94,6 +94,10 @@ type Decoder[PP any] struct {
 	// whose bytes are hashed with seed.
 	parts bool
 	seed  maphash.Seed
+	// derive: P is T, whose parts have their generated encoders, so that
+	// the parts of an object nothing remembers can be hashed by encoding
+	// them again (see derivedParts).
+	derive bool
 }
 
 // NewDecoder checks that P mirrors T, where PP is *P and TP is *T, pointers
@@ -135,6 +139,7 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 		d.plan = x
 		d.elemType = typeDescriptor(p)
 		d.parts, d.seed = !opts.NoPartReuse && hasParts(x), maphash.MakeSeed()
+		d.derive = d.parts && p == t && partsEncode(x)
 	}
 	if !opts.NoSharing {
 		d.strs = newInterner()

@@ -30,8 +30,13 @@ import (
 // Listed objects are not remembered, nor the ADDED events of a
 // watch-list's initial state, which are a list: hashing the parts of
 // every object at the start costs the start, and an entry per object
-// costs memory, for objects most of which may never change. Their first
-// update decodes whole.
+// costs memory, for objects most of which may never change. When the
+// first update of such an object comes, the cached object's parts are
+// hashed then, from their bytes as the generated encoders write them
+// again (derivedParts): the API server writes an object's protobuf with
+// those encoders, so a part it did not change encodes alike. Only a part
+// whose encoded size is the new bytes' is encoded; a decoder of a
+// projection, which has no encoders, decodes such an update whole.
 
 // maxParts is the number of parts of an object the Source remembers; a
 // further one is decoded every time.
@@ -118,7 +123,8 @@ func (d *Decoder[PP]) scanParts(b []byte) (ps parts, spans [maxParts]span, ok bo
 // Protobuf does, and returns the hashes of its parts. When prev, a P
 // decoded by d from bytes whose parts hashed as old, is not nil, a part of
 // b that hashes as its namesake in old is not decoded: the new P's field
-// is a copy of prev's.
+// is a copy of prev's. With prev and no old, the parts of prev are
+// derived, where d can (derivedParts).
 func (d *Decoder[PP]) protobufParts(b []byte, prev unsafe.Pointer, old *parts) (PP, parts, error) {
 	if d.plan == nil || !d.parts {
 		p, err := d.Protobuf(b)
@@ -131,6 +137,11 @@ func (d *Decoder[PP]) protobufParts(b []byte, prev unsafe.Pointer, old *parts) (
 	}
 	var reused [maxParts]bool
 	some := false
+	if prev != nil && old == nil && d.derive {
+		if derived, ok := d.derivedParts(prev, &ps); ok {
+			old = &derived
+		}
+	}
 	if prev != nil && old != nil {
 		for i, p := range ps {
 			if p.num != 0 && old.reuses(p) {
@@ -147,6 +158,69 @@ func (d *Decoder[PP]) protobufParts(b []byte, prev unsafe.Pointer, old *parts) (
 		return p, parts{}, err
 	}
 	return p, ps, nil
+}
+
+// partsEncode reports whether the parts of objects decoded with x have
+// the generated protobuf encoders (a Size and a MarshalToSizedBuffer on
+// the pointer), as the built-in types' have.
+func partsEncode(x *plan) bool {
+	for _, o := range x.byNum {
+		if !isPart(o) {
+			continue
+		}
+		t := o.typ
+		if o.kind == opPtrMessage {
+			t = t.Elem()
+		}
+		if !reflect.PointerTo(t).Implements(protoSizerType) {
+			return false
+		}
+	}
+	return true
+}
+
+var protoSizerType = reflect.TypeFor[protoSizer]()
+
+// partBufs are the buffers derivedParts encodes a part into.
+var partBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// derivedParts returns the parts of the P at prev, an object d decoded,
+// that ps, the parts of an object's new bytes, names: each hashed as
+// scanParts hashes bytes, from its value encoded again by its generated
+// encoder. A part prev lacks, or whose encoded size differs from the new
+// bytes' (so it changed), is left out unencoded. It needs d.derive.
+func (d *Decoder[PP]) derivedParts(prev unsafe.Pointer, ps *parts) (old parts, ok bool) {
+	buf := partBufs.Get().(*[]byte)
+	defer partBufs.Put(buf)
+	n := 0
+	for _, p := range ps {
+		if p.num == 0 {
+			continue
+		}
+		o := d.plan.lookup(p.num)
+		v, t := at(prev, o.off), o.typ
+		if o.kind == opPtrMessage {
+			if v = *(*unsafe.Pointer)(v); v == nil {
+				continue
+			}
+			t = t.Elem()
+		}
+		m := reflect.NewAt(t, v).Interface().(protoSizer)
+		size := m.Size()
+		if size != int(p.n) {
+			continue
+		}
+		if cap(*buf) < size {
+			*buf = make([]byte, size)
+		}
+		b := (*buf)[:size]
+		if w, err := m.MarshalToSizedBuffer(b); err != nil || w != size {
+			continue
+		}
+		old[n] = part{num: p.num, n: uint32(size), hash: maphash.Bytes(d.seed, b)}
+		n++
+	}
+	return old, n > 0
 }
 
 // decodeReusing decodes b, whose parts are ps at spans, into a new P, but

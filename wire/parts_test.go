@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"reflect"
 	goruntime "runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -123,6 +126,192 @@ func TestProtobufPartsReusesUnchangedParts(t *testing.T) {
 	}
 }
 
+// An update of an object whose parts nothing remembers (a listed one)
+// takes the parts its bytes did not change from the object before it, as
+// derived by encoding that object's parts again: the same parts as with
+// hashes remembered, and the same object as a whole decoding gives.
+func TestProtobufPartsDerived(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.derive {
+		t.Fatal("a Pod decoder derives no parts")
+	}
+	base := testobj.RealisticPod("ns", 3, 2)
+	status, spec, meta := changeStatus, changeSpec, changeMeta
+	for _, tc := range []struct {
+		name                 string
+		change               []func(*corev1.Pod)
+		sameSpec, sameStatus bool
+	}{
+		{name: "status", change: []func(*corev1.Pod){status}, sameSpec: true},
+		{name: "spec", change: []func(*corev1.Pod){spec}, sameStatus: true},
+		{name: "metadata", change: []func(*corev1.Pod){meta}, sameSpec: true, sameStatus: true},
+		{name: "all", change: []func(*corev1.Pod){meta, spec, status}},
+		{name: "none", sameSpec: true, sameStatus: true},
+		// The same size, other bytes: encoded, hashed, not reused.
+		{name: "status of the same size", change: []func(*corev1.Pod){func(p *corev1.Pod) { p.Status.Phase = "Runnin2" }}, sameSpec: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p1, err := d.Protobuf(marshalPod(t, base)) // as listed: no parts kept
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := base.DeepCopy()
+			next.ResourceVersion += "1"
+			for _, f := range tc.change {
+				f(next)
+			}
+			b2 := marshalPod(t, next)
+			p2, ps2, err := d.protobufParts(b2, pointerOf(p1), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(upstreamPod(t, b2), p2); diff != "" {
+				t.Fatalf("decoded with derived parts, -client-go +ours:\n%s", diff)
+			}
+			if want, _, _ := d.scanParts(b2); ps2 != want {
+				t.Errorf("parts %+v, want those of its bytes %+v", ps2, want)
+			}
+			sameSpec := &p2.Spec.Containers[0] == &p1.Spec.Containers[0]
+			sameStatus := &p2.Status.Conditions[0] == &p1.Status.Conditions[0]
+			if sameSpec != tc.sameSpec || sameStatus != tc.sameStatus {
+				t.Errorf("spec shared with the object before: %v, want %v; status: %v, want %v", sameSpec, tc.sameSpec, sameStatus, tc.sameStatus)
+			}
+			// What is derived is what the object's own bytes hash to.
+			ps1, _, _ := d.scanParts(marshalPod(t, base))
+			if got, ok := d.derivedParts(pointerOf(p1), &ps1); !ok || got != ps1 {
+				t.Errorf("derived parts %+v (%v), want the hashes of its bytes %+v", got, ok, ps1)
+			}
+		})
+	}
+}
+
+// Deriving a cached object's parts writes nothing into it. A Quantity's
+// encoder calls its String, which keeps the string it makes in the value
+// when it has none, as a Quantity parsed from "1536Mi" has none; the decoder
+// makes it hold it while the object is its own. One in a map (a
+// container's limits) is encoded from a copy, and keeps none.
+func TestDerivedPartsWriteNothing(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := resource.MustParse("1536Mi")
+	pod := testobj.RealisticPod("ns", 0, 1)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &size}}})
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1536Mi")}
+	b1 := marshalPod(t, pod)
+	held := func(q resource.Quantity) string { return reflect.ValueOf(q).FieldByName("s").String() }
+	if up := upstreamPod(t, b1); held(*up.Spec.Volumes[len(up.Spec.Volumes)-1].EmptyDir.SizeLimit) != "" {
+		t.Fatal("client-go's decoding of 1536Mi holds its string: the test does not test")
+	}
+	p1, err := d.Protobuf(b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p1.Spec.Volumes[len(p1.Spec.Volumes)-1].EmptyDir.SizeLimit
+	if held(*q) != "1536Mi" {
+		t.Fatalf("the decoded Quantity holds %q, want its string 1536Mi", held(*q))
+	}
+	limits := maps.Clone(p1.Spec.Containers[0].Resources.Limits)
+	before := *q
+	next := pod.DeepCopy()
+	changeStatus(next)
+	p2, _, err := d.protobufParts(marshalPod(t, next), pointerOf(p1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &p2.Spec.Containers[0] != &p1.Spec.Containers[0] {
+		t.Fatal("the spec was not derived and shared")
+	}
+	if !reflect.DeepEqual(before, *q) || !reflect.DeepEqual(limits, p1.Spec.Containers[0].Resources.Limits) {
+		t.Error("deriving the parts of the cached object wrote into it")
+	}
+	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, next)), p2); diff != "" {
+		t.Fatalf("-client-go +ours:\n%s", diff)
+	}
+}
+
+// A decoder of a projection, whose parts have no encoders, derives none:
+// the update decodes whole. A part that is a pointer is derived when the
+// object before has it, and the update takes the very pointer.
+func TestProtobufPartsDerivedWhere(t *testing.T) {
+	slim, err := NewDecoder[*benchSlim, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slim.derive {
+		t.Error("a projection's decoder derives parts")
+	}
+	pod := testobj.RealisticPod("ns", 0, 1)
+	p1, err := slim.Protobuf(marshalPod(t, pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, _, err := slim.protobufParts(marshalPod(t, pod), pointerOf(p1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &p2.Spec.Containers[0] == &p1.Spec.Containers[0] {
+		t.Error("a projection's update shares a part with no parts remembered")
+	}
+
+	d, err := NewDecoder[*corev1.Event, *corev1.Event](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.derive {
+		t.Fatal("an Event decoder derives no parts")
+	}
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "e", Namespace: "ns", ResourceVersion: "1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "ns"},
+		Reason:         "Pulled",
+	}
+	marshal := func(e *corev1.Event) []byte {
+		b, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	decode := func(b []byte, prev *corev1.Event) *corev1.Event {
+		t.Helper()
+		var pp unsafe.Pointer
+		if prev != nil {
+			pp = pointerOf(prev)
+		}
+		got, _, err := d.protobufParts(b, pp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &corev1.Event{}
+		if err := want.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("-client-go +ours:\n%s", diff)
+		}
+		return got
+	}
+	e1 := decode(marshal(ev), nil)
+	withSeries := ev.DeepCopy()
+	withSeries.ResourceVersion = "2"
+	withSeries.Series = &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(time.Unix(1_800_000_000, 0))}
+	e2 := decode(marshal(withSeries), e1) // e1 has no series: decoded
+	if e2.Series == nil || e2.Series == e1.Series {
+		t.Fatalf("the series the object before lacked: %p, before %p", e2.Series, e1.Series)
+	}
+	again := withSeries.DeepCopy()
+	again.ResourceVersion = "3"
+	e3 := decode(marshal(again), e2)
+	if e3.Series != e2.Series {
+		t.Error("the unchanged series is not the object before's pointer")
+	}
+}
+
 // A part that comes twice is merged, as protobuf merges it; the object
 // then has no parts, and an update of it reuses none.
 func TestProtobufPartsTwice(t *testing.T) {
@@ -233,11 +422,13 @@ func podFrame(t testing.TB, typ watch.EventType, p *corev1.Pod) []byte {
 }
 
 // A Source with Previous shares a MODIFIED or DELETED event's unchanged
-// parts with the cached object when that object is the one it decoded from
-// the previous ADDED or MODIFIED event, and only then; DELETED forgets the
-// object, a list forgets them all, and the ADDED events of a watch-list's
-// initial state are not remembered. With WeakPrevious it is the same while the
-// cache holds its objects.
+// parts with the cached object: by the hashes it remembers when that object
+// is the one it decoded from the previous ADDED or MODIFIED event, and by
+// the object's parts encoded again otherwise (a listed object, or one the
+// cache has not caught up with); a changed part is never shared. DELETED
+// forgets the object, a list forgets them all, and the ADDED events of a
+// watch-list's initial state are not remembered. With WeakPrevious it is the
+// same while the cache holds its objects.
 func TestSourcePrevious(t *testing.T) {
 	for _, weak := range []bool{false, true} {
 		t.Run(fmt.Sprintf("weak=%v", weak), func(t *testing.T) { testSourcePrevious(t, weak) })
@@ -271,6 +462,11 @@ func testSourcePrevious(t *testing.T, weak bool) {
 		p = p.DeepCopy()
 		p.ResourceVersion = rv
 		p.Status.ContainerStatuses[0].RestartCount++
+		return p
+	}
+	respec := func(p *corev1.Pod, rv string) *corev1.Pod {
+		p = version(p, rv)
+		changeSpec(p)
 		return p
 	}
 	type step struct {
@@ -319,7 +515,8 @@ func testSourcePrevious(t *testing.T, weak bool) {
 		{typ: watch.Modified, pod: version(a, "2"), cache: true, shared: true}, // the cache has the added object
 		{typ: watch.Modified, pod: version(a, "3"), cache: true, shared: true}, // the cache has the object of "2"
 		{typ: watch.Modified, pod: version(a, "4"), shared: true},              // the cache keeps "3", as if not yet applied
-		{typ: watch.Modified, pod: version(a, "5"), cache: true},               // the cache has "3", the table "4"
+		{typ: watch.Modified, pod: version(a, "5"), cache: true, shared: true}, // the cache has "3", the table "4": derived
+		{typ: watch.Modified, pod: respec(a, "5a"), cache: true},               // the spec changed
 		{typ: watch.Modified, pod: version(b, "6"), cache: true},               // the cache has not b's added object
 		{typ: watch.Modified, pod: version(b, "7"), cache: true, shared: true},
 		{typ: watch.Deleted, pod: version(b, "8"), shared: true},
@@ -339,7 +536,7 @@ func testSourcePrevious(t *testing.T, weak bool) {
 	if n := src.parts.len(); n != 0 {
 		t.Fatalf("%d objects remembered after a list, want 0", n)
 	}
-	run(t, false, []step{{typ: watch.Modified, pod: version(a, "9"), cache: true}}) // forgotten: decoded whole
+	run(t, false, []step{{typ: watch.Modified, pod: respec(a, "9"), cache: true, shared: true}}) // forgotten: derived from "5a"
 	yes := true
 	src.listing(metav1.ListOptions{Watch: true, SendInitialEvents: &yes})
 	if n := src.parts.len(); n != 0 {
@@ -355,9 +552,9 @@ func testSourcePrevious(t *testing.T, weak bool) {
 		{typ: watch.Added, pod: a, cache: true},
 		{typ: watch.Bookmark, pod: end},
 		{typ: watch.Added, pod: d, cache: true},
-		{typ: watch.Modified, pod: version(c, "11"), cache: true}, // listed: decoded whole
+		{typ: watch.Modified, pod: version(c, "11"), cache: true, shared: true}, // listed: derived
 		{typ: watch.Modified, pod: version(d, "12"), cache: true, shared: true},
-		{typ: watch.Deleted, pod: version(a, "13")}, // listed: decoded whole
+		{typ: watch.Deleted, pod: respec(a, "13")}, // listed, its spec changed
 		{typ: watch.Deleted, pod: version(d, "14"), shared: true},
 	})
 }
@@ -416,7 +613,8 @@ func TestSourceWeakPrevious(t *testing.T) {
 	}
 }
 
-// FuzzProtobufParts decodes a, then b with a's parts: the result is the
+// FuzzProtobufParts decodes a, then b with a's parts, as hashed from a's
+// bytes and as derived from the object decoded: the result is the
 // decoder's own decoding of b, whichever parts it took from a. The
 // decoder's decoding is held to client-go's by FuzzDecodeProtobuf.
 func FuzzProtobufParts(f *testing.F) {
@@ -448,15 +646,19 @@ func FuzzProtobufParts(f *testing.F) {
 			t.Fatalf("parts of a: %+v, scanned %+v (%v)", psa, want, ok)
 		}
 		got, _, err := d.protobufParts(b, pointerOf(pa), &psa)
+		derived, _, derr := d.protobufParts(b, pointerOf(pa), nil)
 		want, werr := d.Protobuf(b)
-		if (err == nil) != (werr == nil) {
-			t.Fatalf("with parts: %v; whole: %v", err, werr)
+		if (err == nil) != (werr == nil) || (derr == nil) != (werr == nil) {
+			t.Fatalf("with parts: %v; derived: %v; whole: %v", err, derr, werr)
 		}
 		if err != nil {
 			return
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("-whole +with parts:\n%s", diff)
+		}
+		if diff := cmp.Diff(want, derived); diff != "" {
+			t.Fatalf("-whole +with derived parts:\n%s", diff)
 		}
 	})
 }
@@ -494,7 +696,7 @@ func TestProtobufPartsMutations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		n = 300
 	}
-	var reusedSome int
+	var reusedSome, derivedSome int
 	for i := range n {
 		a, b := mutate(a0), mutate(b0)
 		pa, psa, err := d.protobufParts(a, nil, nil)
@@ -502,9 +704,10 @@ func TestProtobufPartsMutations(t *testing.T) {
 			continue
 		}
 		got, _, err := d.protobufParts(b, pointerOf(pa), &psa)
+		derived, _, derr := d.protobufParts(b, pointerOf(pa), nil)
 		want, werr := d.Protobuf(b)
-		if (err == nil) != (werr == nil) {
-			t.Fatalf("mutation %d: with parts: %v; whole: %v", i, err, werr)
+		if (err == nil) != (werr == nil) || (derr == nil) != (werr == nil) {
+			t.Fatalf("mutation %d: with parts: %v; derived: %v; whole: %v", i, err, derr, werr)
 		}
 		if err != nil {
 			continue
@@ -512,11 +715,20 @@ func TestProtobufPartsMutations(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("mutation %d, -whole +with parts:\n%s", i, diff)
 		}
+		if diff := cmp.Diff(want, derived); diff != "" {
+			t.Fatalf("mutation %d, -whole +with derived parts:\n%s", i, diff)
+		}
 		if len(got.Spec.Containers) > 0 && len(pa.Spec.Containers) > 0 && &got.Spec.Containers[0] == &pa.Spec.Containers[0] {
 			reusedSome++
+		}
+		if len(derived.Spec.Containers) > 0 && len(pa.Spec.Containers) > 0 && &derived.Spec.Containers[0] == &pa.Spec.Containers[0] {
+			derivedSome++
 		}
 	}
 	if reusedSome == 0 {
 		t.Error("no mutation reused a part")
+	}
+	if derivedSome == 0 {
+		t.Error("no mutation reused a derived part")
 	}
 }

@@ -50,6 +50,10 @@ type op struct {
 	mapType  unsafe.Pointer // opMap: the descriptor of typ, part of a shared map's key
 	tab      unsafe.Pointer // opUnmarshal, opPtrUnmarshal: the unmarshaler table of the pointer type
 	wire     int            // the wire type of a value: wireOf(o), kept for the decoding loop
+	// quantity: opUnmarshal, opPtrUnmarshal of a resource.Quantity, whose
+	// String, which its encoder calls, caches the string it makes in the
+	// value: the decoder caches it first (see cacheString).
+	quantity bool
 }
 
 // plan decodes a message into a struct type.

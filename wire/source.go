@@ -209,9 +209,12 @@ func (s *Source[PP]) changed(b []byte, et watch.EventType) (p PP, reused bool, e
 	key := appendRefKey(buf[:0], ref)
 	var prev unsafe.Pointer
 	var old *parts
-	if e, ok := s.parts.get(key); ok {
-		if obj, ok := s.opts.Previous(ref); ok && pointerOf(obj) == e.object() {
-			prev, old = pointerOf(obj), &e.parts
+	if obj, ok := s.opts.Previous(ref); ok {
+		// The parts remembered are of the cached object only if it is the
+		// one they were hashed from; else the decoder derives its parts.
+		prev = pointerOf(obj)
+		if e, ok := s.parts.get(key); ok && e.object() == prev {
+			old = &e.parts
 		}
 	}
 	p, ps, err := s.dec.protobufParts(b, prev, old)

@@ -66,13 +66,18 @@ func finish(x *plan) {
 		switch o.kind {
 		case opUnmarshal:
 			o.tab = unmarshalerTab(o.typ)
+			o.quantity = o.typ == quantityType
 		case opPtrUnmarshal:
 			o.tab = unmarshalerTab(o.typ.Elem())
+			o.quantity = o.typ.Elem() == quantityType
 		case opMap:
 			o.mapType = typeDescriptor(o.typ)
 		}
 		walkOp(o.elem)
 		walkOp(o.key)
+		if o.kind == opMap && o.elem != nil {
+			o.elem.quantity = false // encoded from a copy (see cacheString)
+		}
 		if o.plan != nil {
 			walkPlan(o.plan)
 		}
