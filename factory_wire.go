@@ -29,12 +29,12 @@ const (
 	// name and resourceVersion, read from the bytes, match the cached
 	// object's is not decoded at all: the cached object is used, and its
 	// handlers' OnUpdate receives the same pointer twice. An update or a
-	// delete (a MODIFIED or DELETED event) of an object whose last add or
-	// update from the watch the cache holds decodes only the top-level
-	// fields whose bytes changed, besides the metadata: a Pod whose status
-	// changed takes the cached Pod's spec,
-	// sharing what it points to (see wire.SourceOptions.Previous); not in
-	// a compact store. An informer with
+	// delete (a MODIFIED or DELETED event) of an object the cache holds
+	// decodes only the top-level fields whose bytes changed, besides the
+	// metadata: a Pod whose status changed takes the cached Pod's spec,
+	// sharing what it points to (see wire.SourceOptions.Previous; a
+	// compact store's cached object is the one its codec holds decoded,
+	// if any). An informer with
 	// a transform (ForOptions.Transform, FactoryOptions.DefaultTransform, or
 	// one set with SetTransform before it runs) decodes every object, since
 	// its cached objects are the transform's output, and shares no maps

@@ -53,13 +53,15 @@ type SourceOptions[PP any] struct {
 	// name, whatever its resourceVersion. A MODIFIED or DELETED event of a
 	// protobuf watch then decodes its object without the parts (top-level
 	// message fields other than the metadata, such as a Pod's spec and
-	// status) whose bytes are those the cached object was decoded from,
-	// when that object is the one the Source decoded from the previous
-	// ADDED or MODIFIED event: the new object takes the cached object's
-	// values of those fields, sharing what they point to (see parts.go).
-	// Listed objects, and the ADDED events of a watch-list's initial
-	// state, are not remembered: the first update of each decodes whole.
-	// The cached objects must be as the Source decoded them: no transform.
+	// status) whose bytes are the cached object's: the new object takes
+	// the cached object's values of those fields, sharing what they point
+	// to (see parts.go). The Source remembers the hashes of the parts of
+	// the objects ADDED and MODIFIED events brought; for another cached
+	// object (a listed one: a list, and the ADDED events of a watch-list's
+	// initial state, are not remembered) the decoder derives them by
+	// encoding the object's parts again, and a decoder of a projection,
+	// which cannot, decodes the event whole. The cached objects must be
+	// as the Source decoded them: no transform.
 	Previous func(ref ObjectRef) (PP, bool)
 	// WeakPrevious tells that the cache Previous reads lets go of its
 	// objects while they are current (a compact store's codec keeps a
