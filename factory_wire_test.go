@@ -501,6 +501,34 @@ func TestFactoryUpdateSharesUnchangedParts(t *testing.T) {
 	}
 }
 
+// podEvent is what a handler of podEventsOf was called with: old is nil
+// but for an update, obj the deleted object for a delete.
+type podEvent struct{ old, obj *corev1.Pod }
+
+// podEventsOf adds a handler to pods and returns what gives its next
+// call, failing the test if none comes within 30 seconds (what names it).
+func podEventsOf(t *testing.T, pods *SharedIndexInformer[*corev1.Pod]) (next func(what string) podEvent) {
+	t.Helper()
+	events := make(chan podEvent, 8)
+	if _, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{
+		AddFunc:    func(obj *corev1.Pod, _ bool) { events <- podEvent{nil, obj} },
+		UpdateFunc: func(old, obj *corev1.Pod) { events <- podEvent{old, obj} },
+		DeleteFunc: func(d DeletedObject[*corev1.Pod]) { events <- podEvent{nil, d.Obj} },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return func(what string) podEvent {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s within 30s", what)
+		}
+		return podEvent{}
+	}
+}
+
 // A listed Pod's first update and delete share the parts their bytes did
 // not change with the cached object: the store's object has no parts
 // remembered, and the decoder derives them by encoding it again. Each
@@ -516,26 +544,8 @@ func TestFactoryListedObjectSharesPartsWithItsFirstUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type event struct{ old, obj *corev1.Pod }
-	events := make(chan event, 8)
-	if _, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{
-		AddFunc:    func(obj *corev1.Pod, _ bool) { events <- event{nil, obj} },
-		UpdateFunc: func(old, obj *corev1.Pod) { events <- event{old, obj} },
-		DeleteFunc: func(d DeletedObject[*corev1.Pod]) { events <- event{nil, d.Obj} },
-	}); err != nil {
-		t.Fatal(err)
-	}
+	next := podEventsOf(t, pods)
 	syncFactory(t, t.Context(), f)
-	next := func(what string) event {
-		t.Helper()
-		select {
-		case e := <-events:
-			return e
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no %s within 30s", what)
-		}
-		return event{}
-	}
 	listed := next("listed add").obj
 	want := pod.DeepCopy()
 	want.Status.ContainerStatuses[0].RestartCount++
@@ -582,26 +592,8 @@ func TestFactoryAddedObjectSharesPartsWithItsUpdateAndDelete(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			type event struct{ old, obj *corev1.Pod }
-			events := make(chan event, 8)
-			if _, err := pods.AddEventHandler(ResourceEventHandlerFuncs[*corev1.Pod]{
-				AddFunc:    func(obj *corev1.Pod, _ bool) { events <- event{nil, obj} },
-				UpdateFunc: func(old, obj *corev1.Pod) { events <- event{old, obj} },
-				DeleteFunc: func(d DeletedObject[*corev1.Pod]) { events <- event{nil, d.Obj} },
-			}); err != nil {
-				t.Fatal(err)
-			}
+			next := podEventsOf(t, pods)
 			syncFactory(t, t.Context(), f)
-			next := func(what string) event {
-				t.Helper()
-				select {
-				case e := <-events:
-					return e
-				case <-time.After(30 * time.Second):
-					t.Fatalf("no %s within 30s", what)
-				}
-				return event{}
-			}
 			pod := testobj.RealisticPod("ns", 0, 1)
 			if err := srv.Create(pod); err != nil {
 				t.Fatal(err)

@@ -54,14 +54,17 @@ func changeMeta(p *corev1.Pod) { p.Labels = map[string]string{"new": "label"} }
 
 // An update decoded with the parts of the object before it equals
 // client-go's decoding of its bytes, and shares the parts whose bytes did
-// not change with the object before it, and no other.
+// not change with the object before it, and no other: with the hashes of
+// the bytes the object before it was decoded from, and with none (an
+// object nothing remembers, such as a listed one), its parts then derived
+// by encoding them again.
 func TestProtobufPartsReusesUnchangedParts(t *testing.T) {
 	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.parts {
-		t.Fatal("a Pod has no parts")
+	if !d.parts || !d.derive {
+		t.Fatalf("a Pod's decoder: parts %v, derived parts %v", d.parts, d.derive)
 	}
 	base := testobj.RealisticPod("ns", 3, 2)
 	status, spec, meta := changeStatus, changeSpec, changeMeta
@@ -78,113 +81,65 @@ func TestProtobufPartsReusesUnchangedParts(t *testing.T) {
 		{name: "none", sameSpec: true, sameStatus: true},
 		{name: "no previous object", change: []func(*corev1.Pod){status}, noPrevious: true},
 		{name: "parts of another object", change: []func(*corev1.Pod){status}, wrongParts: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b1 := marshalPod(t, base)
-			p1, ps1, err := d.protobufParts(b1, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ps1[0].num != 2 || ps1[1].num != 3 || ps1[2].num != 0 {
-				t.Fatalf("parts of a Pod: %+v, want spec (2) and status (3)", ps1)
-			}
-			next := base.DeepCopy()
-			next.ResourceVersion += "1"
-			for _, f := range tc.change {
-				f(next)
-			}
-			b2 := marshalPod(t, next)
-			prev, old := pointerOf(p1), &ps1
-			switch {
-			case tc.noPrevious:
-				prev = nil
-			case tc.wrongParts:
-				other := ps1
-				other[0].hash++
-				other[1].hash++
-				old = &other
-			}
-			p2, ps2, err := d.protobufParts(b2, prev, old)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(upstreamPod(t, b2), p2); diff != "" {
-				t.Fatalf("decoded with parts, -client-go +ours:\n%s", diff)
-			}
-			if want, _, _ := d.scanParts(b2); ps2 != want {
-				t.Errorf("parts %+v, want those of its bytes %+v", ps2, want)
-			}
-			sameSpec := &p2.Spec.Containers[0] == &p1.Spec.Containers[0]
-			sameStatus := &p2.Status.Conditions[0] == &p1.Status.Conditions[0]
-			if sameSpec != tc.sameSpec || sameStatus != tc.sameStatus {
-				t.Errorf("spec shared with the object before: %v, want %v; status: %v, want %v", sameSpec, tc.sameSpec, sameStatus, tc.sameStatus)
-			}
-			if &p2.ObjectMeta == &p1.ObjectMeta || p2.ResourceVersion != next.ResourceVersion {
-				t.Error("the metadata was not decoded")
-			}
-		})
-	}
-}
-
-// An update of an object whose parts nothing remembers (a listed one)
-// takes the parts its bytes did not change from the object before it, as
-// derived by encoding that object's parts again: the same parts as with
-// hashes remembered, and the same object as a whole decoding gives.
-func TestProtobufPartsDerived(t *testing.T) {
-	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !d.derive {
-		t.Fatal("a Pod decoder derives no parts")
-	}
-	base := testobj.RealisticPod("ns", 3, 2)
-	status, spec, meta := changeStatus, changeSpec, changeMeta
-	for _, tc := range []struct {
-		name                 string
-		change               []func(*corev1.Pod)
-		sameSpec, sameStatus bool
-	}{
-		{name: "status", change: []func(*corev1.Pod){status}, sameSpec: true},
-		{name: "spec", change: []func(*corev1.Pod){spec}, sameStatus: true},
-		{name: "metadata", change: []func(*corev1.Pod){meta}, sameSpec: true, sameStatus: true},
-		{name: "all", change: []func(*corev1.Pod){meta, spec, status}},
-		{name: "none", sameSpec: true, sameStatus: true},
-		// The same size, other bytes: encoded, hashed, not reused.
+		// The same size, other bytes: a derived part is encoded, and
+		// hashes otherwise.
 		{name: "status of the same size", change: []func(*corev1.Pod){func(p *corev1.Pod) { p.Status.Phase = "Runnin2" }}, sameSpec: true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p1, err := d.Protobuf(marshalPod(t, base)) // as listed: no parts kept
-			if err != nil {
-				t.Fatal(err)
+		for _, derived := range []bool{false, true} {
+			if derived && tc.wrongParts {
+				continue
 			}
-			next := base.DeepCopy()
-			next.ResourceVersion += "1"
-			for _, f := range tc.change {
-				f(next)
-			}
-			b2 := marshalPod(t, next)
-			p2, ps2, err := d.protobufParts(b2, pointerOf(p1), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(upstreamPod(t, b2), p2); diff != "" {
-				t.Fatalf("decoded with derived parts, -client-go +ours:\n%s", diff)
-			}
-			if want, _, _ := d.scanParts(b2); ps2 != want {
-				t.Errorf("parts %+v, want those of its bytes %+v", ps2, want)
-			}
-			sameSpec := &p2.Spec.Containers[0] == &p1.Spec.Containers[0]
-			sameStatus := &p2.Status.Conditions[0] == &p1.Status.Conditions[0]
-			if sameSpec != tc.sameSpec || sameStatus != tc.sameStatus {
-				t.Errorf("spec shared with the object before: %v, want %v; status: %v, want %v", sameSpec, tc.sameSpec, sameStatus, tc.sameStatus)
-			}
-			// What is derived is what the object's own bytes hash to.
-			ps1, _, _ := d.scanParts(marshalPod(t, base))
-			if got, ok := d.derivedParts(pointerOf(p1), &ps1); !ok || got != ps1 {
-				t.Errorf("derived parts %+v (%v), want the hashes of its bytes %+v", got, ok, ps1)
-			}
-		})
+			t.Run(fmt.Sprintf("%s/derived=%v", tc.name, derived), func(t *testing.T) {
+				b1 := marshalPod(t, base)
+				p1, ps1, err := d.protobufParts(b1, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ps1[0].num != 2 || ps1[1].num != 3 || ps1[2].num != 0 {
+					t.Fatalf("parts of a Pod: %+v, want spec (2) and status (3)", ps1)
+				}
+				next := base.DeepCopy()
+				next.ResourceVersion += "1"
+				for _, f := range tc.change {
+					f(next)
+				}
+				b2 := marshalPod(t, next)
+				prev, old := pointerOf(p1), &ps1
+				switch {
+				case tc.noPrevious:
+					prev = nil
+				case tc.wrongParts:
+					other := ps1
+					other[0].hash++
+					other[1].hash++
+					old = &other
+				case derived:
+					old = nil
+					// What is derived is what the object's own bytes hash to.
+					if got, ok := d.derivedParts(prev, &ps1); !ok || got != ps1 {
+						t.Errorf("derived parts %+v (%v), want the hashes of its bytes %+v", got, ok, ps1)
+					}
+				}
+				p2, ps2, err := d.protobufParts(b2, prev, old)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(upstreamPod(t, b2), p2); diff != "" {
+					t.Fatalf("decoded with parts, -client-go +ours:\n%s", diff)
+				}
+				if want, _, _ := d.scanParts(b2); ps2 != want {
+					t.Errorf("parts %+v, want those of its bytes %+v", ps2, want)
+				}
+				sameSpec := &p2.Spec.Containers[0] == &p1.Spec.Containers[0]
+				sameStatus := &p2.Status.Conditions[0] == &p1.Status.Conditions[0]
+				if sameSpec != tc.sameSpec || sameStatus != tc.sameStatus {
+					t.Errorf("spec shared with the object before: %v, want %v; status: %v, want %v", sameSpec, tc.sameSpec, sameStatus, tc.sameStatus)
+				}
+				if &p2.ObjectMeta == &p1.ObjectMeta || p2.ResourceVersion != next.ResourceVersion {
+					t.Error("the metadata was not decoded")
+				}
+			})
+		}
 	}
 }
 
