@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,6 +99,10 @@ type Decoder[PP any] struct {
 	// the parts of an object nothing remembers can be hashed by encoding
 	// them again (see derivedParts).
 	derive bool
+	// decodedJSON is set once the decoder has decoded JSON: such an
+	// object's Quantities need not hold their strings (see cacheString),
+	// and the decoder derives no parts from then on.
+	decodedJSON atomic.Bool
 }
 
 // NewDecoder checks that P mirrors T, where PP is *P and TP is *T, pointers
@@ -248,6 +253,9 @@ func (d *Decoder[PP]) JSON(b []byte) (PP, error) { return d.decodeJSON(b, true) 
 // with any other (see record).
 func (d *Decoder[PP]) decodeJSON(b []byte, share bool) (PP, error) {
 	var zero PP
+	if !d.decodedJSON.Load() {
+		d.decodedJSON.Store(true)
+	}
 	p := reflect.New(d.elem).UnsafePointer()
 	target := reflect.NewAt(d.elem, p).Interface()
 	if d.json != nil {

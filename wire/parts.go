@@ -188,8 +188,16 @@ var partBufs = sync.Pool{New: func() any { return new([]byte) }}
 // that ps, the parts of an object's new bytes, names: each hashed as
 // scanParts hashes bytes, from its value encoded again by its generated
 // encoder. A part prev lacks, or whose encoded size differs from the new
-// bytes' (so it changed), is left out unencoded. It needs d.derive.
+// bytes' (so it changed), is left out unencoded. It needs d.derive, and
+// prev decoded from protobuf: encoding reads prev and writes nothing into
+// it only if its Quantities hold their strings, as the protobuf decoding
+// makes them (cacheString); once d has decoded JSON, it derives nothing.
+// An object d did not decode at all (one a program put in a cache itself)
+// is outside what this assumes.
 func (d *Decoder[PP]) derivedParts(prev unsafe.Pointer, ps *parts) (old parts, ok bool) {
+	if d.decodedJSON.Load() {
+		return old, false
+	}
 	buf := partBufs.Get().(*[]byte)
 	defer partBufs.Put(buf)
 	n := 0

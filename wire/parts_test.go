@@ -190,7 +190,7 @@ func TestDerivedPartsWriteNothing(t *testing.T) {
 }
 
 // A decoder of a projection, whose parts have no encoders, derives none:
-// the update decodes whole. A part that is a pointer is derived when the
+// the update decodes whole; nor does one that has decoded JSON. A part that is a pointer is derived when the
 // object before has it, and the update takes the very pointer.
 func TestProtobufPartsDerivedWhere(t *testing.T) {
 	slim, err := NewDecoder[*benchSlim, *corev1.Pod](Options{})
@@ -211,6 +211,23 @@ func TestProtobufPartsDerivedWhere(t *testing.T) {
 	}
 	if &p2.Spec.Containers[0] == &p1.Spec.Containers[0] {
 		t.Error("a projection's update shares a part with no parts remembered")
+	}
+
+	// Once a decoder has decoded JSON, whose Quantities need not hold
+	// their strings, it derives nothing.
+	js, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := js.Protobuf(marshalPod(t, pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.JSON([]byte(`{"metadata":{"name":"other"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if p, _, err := js.protobufParts(marshalPod(t, pod), pointerOf(full), nil); err != nil || &p.Spec.Containers[0] == &full.Spec.Containers[0] {
+		t.Errorf("after a JSON decoding, an update shares a derived part (%v)", err)
 	}
 
 	d, err := NewDecoder[*corev1.Event, *corev1.Event](Options{})
