@@ -62,6 +62,7 @@ func build[T Object](ctx context.Context, f *Factory, o ForOptions[T], w what, h
 	if err != nil {
 		return nil, err
 	}
+	s.objType = h.typ
 	lw, err := source(f, r, s, o, h, d) // 3
 	if err != nil {
 		return nil, err
@@ -368,8 +369,10 @@ func validateFactoryOptions(opts *FactoryOptions) error {
 	}
 	// The informers' Reflector options, checked now with NewReflector's
 	// rules rather than at each For.
-	probe := ListWatchFuncs[*metav1.PartialObjectMetadata]{}
-	if _, err := NewReflector(probe, ReflectorStore[*metav1.PartialObjectMetadata](discardStore[*metav1.PartialObjectMetadata]{}), opts.Informer.Reflector); err != nil {
+	// Of Object, whose instantiation the informers of ForType and the As
+	// functions share, rather than of a pointer type of its own.
+	probe := ListWatchFuncs[Object]{}
+	if _, err := NewReflector(probe, ReflectorStore[Object](discardStore[Object]{}), opts.Informer.Reflector); err != nil {
 		return err
 	}
 	if opts.Scheme == nil {

@@ -89,37 +89,29 @@ func NewFactoryForClients(clients FactoryClients, opts FactoryOptions) (*Factory
 
 // clientListWatchFor returns the ListerWatcher of For[T] in a factory made
 // by NewFactoryForClients: its Source's, T's typed client in Kube, or else
-// the dynamic client converting from unstructured objects.
-func clientListWatchFor[T Object](f *Factory, r *apiResource, sc scope) (ListerWatcher[T], error) {
+// the dynamic client converting from unstructured objects. typ is the Go
+// type of the objects: T, or for ForType a type that implements T.
+func clientListWatchFor[T Object](f *Factory, r *apiResource, sc scope, typ reflect.Type) (ListerWatcher[T], error) {
 	if f.clients.Source != nil {
 		lw, err := f.clients.Source(r.mapping, sc.namespace)
 		if err != nil || lw == nil {
 			return nil, fmt.Errorf("informer: FactoryClients.Source of %s: %w", r.mapping.Resource, cmp.Or(err, ErrInvalidOptions))
 		}
 		return convertedListWatch(lw, sc.tweak, func(obj Object) (T, error) {
-			t, ok := obj.DeepCopyObject().(T) // as from a server: its own, to transform in place
-			if !ok {
-				return t, fmt.Errorf("%w: %T, want %T", ErrUnexpectedObject, obj, t)
-			}
-			return t, nil
+			return objectOf[T](obj.DeepCopyObject(), typ) // as from a server: its own, to transform in place
 		}), nil
 	}
 	if f.typedClients != nil {
-		if lw, ok := f.typedClients(reflect.TypeFor[T]().Elem(), sc); ok {
+		if lw, ok := f.typedClients(typ.Elem(), sc); ok {
 			return markedLike(f.clients.Kube, convertedListWatch(lw, nil, func(obj Object) (T, error) {
-				t, ok := obj.(T)
-				if !ok {
-					return t, fmt.Errorf("%w: %T, want %T", ErrUnexpectedObject, obj, t)
-				}
-				return t, nil
+				return objectOf[T](obj, typ)
 			})), nil
 		}
 	}
 	if f.clients.Dynamic == nil {
-		var zero T
-		return nil, fmt.Errorf("%w: %T has no typed client in FactoryClients.Kube, and FactoryClients.Dynamic is nil", ErrInvalidOptions, zero)
+		return nil, fmt.Errorf("%w: %v has no typed client in FactoryClients.Kube, and FactoryClients.Dynamic is nil", ErrInvalidOptions, typ)
 	}
-	toT := func(u *unstructured.Unstructured) (T, error) { return fromUnstructured[T](u.Object) }
+	toT := func(u *unstructured.Unstructured) (T, error) { return fromUnstructured[T](u.Object, typ) }
 	return convertedListWatch(dynamicListWatch(f.clients.Dynamic, r.mapping.Resource, sc), nil, toT), nil
 }
 
@@ -190,8 +182,21 @@ func convertPage[From, To any](page *ListPage[From], conv func(From) (To, error)
 	return out, nil
 }
 
-func fromUnstructured[T Object](u map[string]any) (T, error) {
-	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+// objectOf returns obj as a T, if its Go type is typ (T, or for ForType a
+// type that implements T), or an error wrapping ErrUnexpectedObject.
+func objectOf[T Object](obj any, typ reflect.Type) (T, error) {
+	t, ok := obj.(T)
+	if !ok || reflect.TypeOf(obj) != typ {
+		var zero T
+		return zero, fmt.Errorf("%w: %T, want %v", ErrUnexpectedObject, obj, typ)
+	}
+	return t, nil
+}
+
+// fromUnstructured converts u into a new object of typ, a pointer type
+// that is T or implements it.
+func fromUnstructured[T Object](u map[string]any, typ reflect.Type) (T, error) {
+	obj := reflect.New(typ.Elem()).Interface().(T)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj); err != nil {
 		var zero T
 		return zero, fmt.Errorf("%w: convert an unstructured object to %T: %w", errUndecodable, obj, err)

@@ -10,7 +10,7 @@ import (
 // TestItemsOfCopies checks that list items are copied out of the list's
 // array, so that a cached object does not keep its page alive.
 func TestItemsOfCopies(t *testing.T) {
-	items, err := itemsOf[*corev1.Pod](reflect.TypeFor[*corev1.PodList]())
+	items, err := itemsOf[*corev1.Pod](reflect.TypeFor[*corev1.Pod](), reflect.TypeFor[*corev1.PodList]())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestItemsOfCopies(t *testing.T) {
 			t.Fatalf("item %d points into the list's array", i)
 		}
 	}
-	if _, err := itemsOf[*corev1.Pod](reflect.TypeFor[*corev1.ConfigMapList]()); err == nil {
+	if _, err := itemsOf[*corev1.Pod](reflect.TypeFor[*corev1.Pod](), reflect.TypeFor[*corev1.ConfigMapList]()); err == nil {
 		t.Fatal("a list of other items was accepted")
 	}
 }

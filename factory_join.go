@@ -31,6 +31,7 @@ type shared[T Object] struct {
 	wrap      func(ListerWatcher[T]) ListerWatcher[T] // ForOptions.WrapListWatch
 	compact   bool                                    // the informer keeps a compact store
 	codec     recordCodec[T]                          // its codec, shared with its source; nil: its own
+	objType   reflect.Type                            // the Go type of its objects: T, or for ForType one that implements T
 }
 
 // existing returns the informer the factory already has for w, joined
@@ -111,6 +112,7 @@ func register[T Object](f *Factory, w what, r *apiResource, s *shared[T], lw Lis
 		return nil, err
 	}
 	inf.byFactory = true
+	inf.objType = s.objType
 	s.informer = inf
 	if d != nil {
 		d.inf.Store(inf)
@@ -162,8 +164,7 @@ func (o InformerOptions) metricsFor(name string) Metrics {
 func join[T Object](f *Factory, e *factoryEntry, o ForOptions[T]) (*SharedIndexInformer[T], error) {
 	s, ok := e.shared.(*shared[T])
 	if !ok {
-		var zero T
-		return nil, fmt.Errorf("%w: %s has an informer of another Go type than %T", ErrOptionsConflict, e.name, zero)
+		return nil, fmt.Errorf("%w: %s has an informer of another Go type than %v", ErrOptionsConflict, e.name, reflect.TypeFor[T]())
 	}
 	ns, err := f.namespaces(s.name, s.namespaced, o)
 	if err != nil {
@@ -226,7 +227,7 @@ func addIndexers[T Object](s *shared[T], want Indexers[T]) error {
 			old, ok := have[name]
 			if !ok {
 				add[name] = fn
-			} else if !sameFunc(old, fn) && !(name == NamespaceIndex && indexesNamespace(old) && indexesNamespace(fn)) {
+			} else if !sameFunc(old, fn) && !(name == NamespaceIndex && indexesNamespace(s.objType, old) && indexesNamespace(s.objType, fn)) {
 				return fmt.Errorf("%w: %s has an index %q with another function: %w", ErrOptionsConflict, s.name, name, ErrIndexConflict)
 			}
 		}
@@ -245,9 +246,8 @@ func addIndexers[T Object](s *shared[T], want Indexers[T]) error {
 // MetaNamespaceIndexFunc does, judged by what it returns for two probe
 // objects: function values cannot be compared across packages, and an
 // index means what it computes.
-func indexesNamespace[T Object](f IndexFunc[T]) bool {
-	typ := reflect.TypeFor[T]()
-	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+func indexesNamespace[T Object](typ reflect.Type, f IndexFunc[T]) bool {
+	if typ == nil || typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
 		return false
 	}
 	for _, ns := range []string{"informer-probe-namespace", ""} {

@@ -22,6 +22,9 @@ import (
 // how is what a For* hands to step 3 of the pipeline: the ways its
 // informer of T may list and watch, of which source chooses one.
 type how[T Object] struct {
+	// typ is the Go type of the objects: T, or for ForType a pointer type
+	// that implements T.
+	typ reflect.Type
 	// decoder makes package wire's decoder of T from the bytes of the API
 	// type; nil where package wire does not serve (ForUnstructured,
 	// ForMetadata).
@@ -47,14 +50,23 @@ type how[T Object] struct {
 // factory decodes with it and it can decode T, and else with client-go's
 // codecs, or through the factory's clients.
 func typedHow[T Object]() how[T] {
+	h := erasedHow[T](reflect.TypeFor[T]())
+	h.decoder = wire.NewDecoder[T, T]
+	return h
+}
+
+// erasedHow is how ForType lists and watches objects of typ, a pointer
+// type that implements T, handed out as T: as For does for typ.
+func erasedHow[T Object](typ reflect.Type) how[T] {
 	return how[T]{
-		decoder:  wire.NewDecoder[T, T],
-		protobuf: reflect.TypeFor[T]().Implements(reflect.TypeFor[protobufDecodable]()),
+		typ:      typ,
+		decoder:  func(opts wire.Options) (*wire.Decoder[T], error) { return wire.NewDecoderOf[T](typ, opts) },
+		protobuf: typ.Implements(reflect.TypeFor[protobufDecodable]()),
 		client: func(f *Factory, r *apiResource, sc scope, _ *wireDecoding[T]) (ListerWatcher[T], error) {
 			if f.clients != nil {
-				return clientListWatchFor[T](f, r, sc)
+				return clientListWatchFor[T](f, r, sc, typ)
 			}
-			return newRESTListWatch[T](f, r, sc)
+			return newRESTListWatch[T](f, r, sc, typ)
 		},
 	}
 }
@@ -64,6 +76,7 @@ func typedHow[T Object]() how[T] {
 // object through its protobuf encoding.
 func projectionHow[PP, TP Object]() how[PP] {
 	return how[PP]{
+		typ: reflect.TypeFor[PP](),
 		decoder: func(opts wire.Options) (*wire.Decoder[PP], error) {
 			dec, err := wire.NewDecoder[PP, TP](opts)
 			if err != nil {
@@ -74,7 +87,7 @@ func projectionHow[PP, TP Object]() how[PP] {
 		protobuf:   reflect.TypeFor[TP]().Implements(reflect.TypeFor[protobufDecodable]()),
 		projection: true,
 		client: func(f *Factory, r *apiResource, sc scope, d *wireDecoding[PP]) (ListerWatcher[PP], error) {
-			full, err := clientListWatchFor[TP](f, r, sc)
+			full, err := clientListWatchFor[TP](f, r, sc, reflect.TypeFor[TP]())
 			if err != nil {
 				return nil, err
 			}
@@ -83,33 +96,49 @@ func projectionHow[PP, TP Object]() how[PP] {
 	}
 }
 
-// dynamicHow is how ForUnstructured lists and watches: through the
-// factory's dynamic client, in JSON.
-func dynamicHow() how[*unstructured.Unstructured] {
-	return how[*unstructured.Unstructured]{
-		client: func(f *Factory, r *apiResource, sc scope, _ *wireDecoding[*unstructured.Unstructured]) (ListerWatcher[*unstructured.Unstructured], error) {
-			return dynamicListWatch(f.dynamic, r.mapping.Resource, sc), nil
+// dynamicHow is how ForUnstructured and ForUnstructuredAs list and watch:
+// through the factory's dynamic client, in JSON, handing out each
+// *unstructured.Unstructured as a T.
+func dynamicHow[T Object]() how[T] {
+	typ := reflect.TypeFor[*unstructured.Unstructured]()
+	return how[T]{
+		typ: typ,
+		client: func(f *Factory, r *apiResource, sc scope, _ *wireDecoding[T]) (ListerWatcher[T], error) {
+			return handedOutAs[T](dynamicListWatch(f.dynamic, r.mapping.Resource, sc), typ), nil
 		},
 	}
 }
 
-// metadataHow is how ForMetadata lists and watches: with package wire, as
+// handedOutAs returns lw, whose objects are of typ (a From), as a
+// ListerWatcher of T: lw itself if From is T, or one that converts each
+// object (see ForUnstructuredAs).
+func handedOutAs[T Object, From Object](lw ListerWatcher[From], typ reflect.Type) ListerWatcher[T] {
+	if same, ok := any(lw).(ListerWatcher[T]); ok {
+		return same
+	}
+	return convertedListWatch(lw, nil, func(obj From) (T, error) { return objectOf[T](obj, typ) })
+}
+
+// metadataHow is how ForMetadata and ForMetadataAs list and watch, handing
+// out each *metav1.PartialObjectMetadata as a T: with package wire, as
 // the server's metadata views (PartialObjectMetadataList for a list,
 // PartialObjectMetadata for a watch's objects: protobuf, JSON as a
 // fallback, as client-go's metadata client asks), if the factory decodes
 // with it, and else through the factory's metadata client.
-func metadataHow() how[*metav1.PartialObjectMetadata] {
-	return how[*metav1.PartialObjectMetadata]{
-		decoder:     wire.NewDecoder[*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadata],
+func metadataHow[T Object]() how[T] {
+	typ := reflect.TypeFor[*metav1.PartialObjectMetadata]()
+	return how[T]{
+		typ:         typ,
+		decoder:     func(opts wire.Options) (*wire.Decoder[T], error) { return wire.NewDecoderOf[T](typ, opts) },
 		protobuf:    true,
 		listAccept:  metadataAccept("PartialObjectMetadataList"),
 		watchAccept: metadataAccept("PartialObjectMetadata"),
-		client: func(f *Factory, r *apiResource, sc scope, _ *wireDecoding[*metav1.PartialObjectMetadata]) (ListerWatcher[*metav1.PartialObjectMetadata], error) {
+		client: func(f *Factory, r *apiResource, sc scope, _ *wireDecoding[T]) (ListerWatcher[T], error) {
 			var c metadata.ResourceInterface = f.metadata.Resource(r.mapping.Resource)
 			if sc.namespace != "" {
 				c = f.metadata.Resource(r.mapping.Resource).Namespace(sc.namespace)
 			}
-			return markedLike(f.metadata, ListWatchFromMetadata(c, sc.tweak)), nil
+			return handedOutAs[T](markedLike(f.metadata, ListWatchFromMetadata(c, sc.tweak)), typ), nil
 		},
 	}
 }
@@ -208,14 +237,15 @@ type restListWatch[T Object] struct {
 }
 
 // newRESTListWatch returns the ListerWatcher of For with client-go's
-// codecs: the resource of r, in sc.
-func newRESTListWatch[T Object](f *Factory, r *apiResource, sc scope) (ListerWatcher[T], error) {
+// codecs: the resource of r, in sc, whose objects are of typ (T, or for
+// ForType a type that implements T).
+func newRESTListWatch[T Object](f *Factory, r *apiResource, sc scope, typ reflect.Type) (ListerWatcher[T], error) {
 	mapping, list := r.mapping, r.list
-	items, err := itemsOf[T](list)
+	items, err := itemsOf[T](typ, list)
 	if err != nil {
 		return nil, err
 	}
-	_, objProto := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(protobufDecodable)
+	_, objProto := reflect.New(typ.Elem()).Interface().(protobufDecodable)
 	_, listProto := reflect.New(list.Elem()).Interface().(protobufDecodable)
 	client, err := f.restClient(mapping, objProto && listProto)
 	if err != nil {
@@ -287,17 +317,17 @@ func (lw *restListWatch[T]) request(opts *metav1.ListOptions, watch bool) *rest.
 // Reflector, in WatchListAuto mode, list instead.
 func (lw *restListWatch[T]) IsWatchListSemanticsUnSupported() bool { return false }
 
-// itemsOf checks that list, the Go type of T's list kind, is a pointer to
-// a struct with list metadata and a field Items []E, where T is *E, and
-// returns a function giving the items of such a list as a []T.
+// itemsOf checks that list, the Go type of the list kind of ptr (T, or a
+// type that implements T), is a pointer to a struct with list metadata and
+// a field Items []E, where ptr is *E, and returns a function giving the
+// items of such a list as a []T.
 //
 // The function copies each item into an allocation of its own (a shallow
 // copy, made with reflection because For names T but not E), as
 // client-go's reflector does since 1.27: a pointer into the list's array
 // would keep the whole page, with stale versions of the other objects,
 // alive as long as the object is cached.
-func itemsOf[T Object](list reflect.Type) (func(runtime.Object) []T, error) {
-	ptr := reflect.TypeFor[T]()
+func itemsOf[T Object](ptr, list reflect.Type) (func(runtime.Object) []T, error) {
 	if ptr.Kind() != reflect.Pointer {
 		return nil, fmt.Errorf("%w: %v is not a pointer", ErrNotRegistered, ptr)
 	}

@@ -3,7 +3,6 @@ package informer
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -230,7 +229,7 @@ func decoding[T Object](f *Factory, o ForOptions[T], h how[T]) (*wireDecoding[T]
 	}
 	d, err := newWireDecoding(f, o, h.decoder)
 	if err != nil && !h.projection {
-		f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", reflect.TypeFor[T]().String(), "reason", err.Error())
+		f.opts.Logger.V(2).Info("Decoding with client-go's codecs: package wire cannot decode this type", "type", h.typ.String(), "reason", err.Error())
 		return nil, nil
 	}
 	return d, err

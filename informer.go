@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -133,6 +134,9 @@ type SharedIndexInformer[T Object] struct {
 	// byFactory is set by the Factory that made the informer, before it
 	// hands it out: Run refuses it, the factory runs it with run.
 	byFactory bool
+	// objType is the Go type of its objects, set by the Factory that made
+	// it (ForType's is not T); nil: T (see objectType).
+	objType reflect.Type
 
 	mu                sync.Mutex // guards the fields below
 	started, stopped  bool

@@ -51,7 +51,7 @@ func TestListAdaptersKeepShardInfo(t *testing.T) {
 		"shardInfo": map[string]any{"selector": info.Selector},
 	}}}
 	mdList := &metav1.PartialObjectMetadataList{ListMeta: want}
-	items, err := itemsOf[*corev1.Pod](reflect.TypeFor[*corev1.PodList]())
+	items, err := itemsOf[*corev1.Pod](reflect.TypeFor[*corev1.Pod](), reflect.TypeFor[*corev1.PodList]())
 	if err != nil {
 		t.Fatal(err)
 	}

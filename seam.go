@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/typedkube/informer/internal/seam"
 )
@@ -15,6 +16,30 @@ func init() {
 		}
 		return q.waitQueued(ctx)
 	}
+	seam.ObjectType = func(inf any) reflect.Type {
+		if t, ok := inf.(objectTyped); ok {
+			return t.objectType()
+		}
+		return nil
+	}
+}
+
+// objectTyped is what every *SharedIndexInformer[T] implements for
+// seam.ObjectType.
+type objectTyped interface {
+	objectType() reflect.Type
+}
+
+// objectType returns the Go type of the objects s holds (see
+// seam.ObjectType).
+func (s *SharedIndexInformer[T]) objectType() reflect.Type {
+	if s.objType != nil {
+		return s.objType
+	}
+	if t := reflect.TypeFor[T](); t.Kind() != reflect.Interface {
+		return t
+	}
+	return nil
 }
 
 // queueWaiter is what every *SharedIndexInformer[T] implements for

@@ -172,7 +172,8 @@ func (s *Store[T]) init(keyFunc KeyFunc[T], idx *indexSet[T]) {
 		panic("informer: NewStore with a nil KeyFunc")
 	}
 	s.keyFunc = keyFunc
-	s.pointers = reflect.TypeFor[T]().Kind() == reflect.Pointer
+	k := reflect.TypeFor[T]().Kind()
+	s.pointers = k == reflect.Pointer || k == reflect.Interface
 	s.items = make(map[string]*slot[T])
 	s.idx.Store(idx)
 	s.arena.width = idx.len()
@@ -493,7 +494,7 @@ func (s *Store[T]) fewChanges(list []T, keys []string) bool {
 	budget := len(list)/4 + 1
 	same := 0
 	for i, obj := range list {
-		if sl, ok := s.items[keys[i]]; ok && samePointer(sl.obj, obj) {
+		if sl, ok := s.items[keys[i]]; ok && sameObject(sl.obj, obj) {
 			same++
 		} else if budget--; budget == 0 {
 			return false
@@ -507,6 +508,16 @@ func (s *Store[T]) fewChanges(list []T, keys []string) bool {
 // or a func value, which points at its closure record), are one pointer.
 func samePointer[T any](a, b T) bool {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+}
+
+// sameObject reports whether a and b, objects of a Store whose pointers is
+// true, are one object: one pointer, or interfaces holding one pointer of
+// one type.
+func sameObject[T any](a, b T) bool {
+	if unsafe.Sizeof(a) == unsafe.Sizeof(unsafe.Pointer(nil)) {
+		return samePointer(a, b)
+	}
+	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
 // patch makes the Store hold list, whose keys are keys, in place: the
@@ -539,7 +550,7 @@ func (s *Store[T]) patch(list []T, keys []string) error {
 				continue // listed again later
 			}
 			sl.mark = gen // only writers read marks
-			if samePointer(sl.obj, obj) {
+			if sameObject(sl.obj, obj) {
 				continue
 			}
 		} else {

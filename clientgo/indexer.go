@@ -41,11 +41,14 @@ var ErrWrongType = fmt.Errorf("clientgo: object of the wrong type")
 // Lister, or, from client-go code, with cache.NewGenericLister, which
 // returns runtime.Objects.
 func Indexer[T informer.Object](x *informer.Indexer[T]) cache.Indexer {
-	return &indexer[T]{x: x}
+	return &indexer[T]{x: x, typ: reflect.TypeFor[T]()}
 }
 
 type indexer[T informer.Object] struct {
 	x *informer.Indexer[T]
+	// typ is the Go type of the objects, for a T that an index function
+	// is run on (see withMeta): T, or an informer's seam.ObjectType.
+	typ reflect.Type
 	// applied, if set, answers LastStoreSyncResourceVersion: for an
 	// informer's cache, which the informer writes without the adapter.
 	applied func() string
@@ -200,7 +203,7 @@ func (a *indexer[T]) Index(indexName string, obj any) ([]any, error) {
 		if merr != nil {
 			return nil, err
 		}
-		if t, err = withMeta[T](m); err != nil {
+		if t, err = withMeta[T](a.typ, m); err != nil {
 			return nil, err
 		}
 	}
@@ -255,11 +258,13 @@ func typedIndexers[T informer.Object](indexers cache.Indexers) (informer.Indexer
 	return out, nil
 }
 
-// withMeta returns a new T with the namespace, name, labels and
+// withMeta returns a new T, of typ, with the namespace, name, labels and
 // annotations of m.
-func withMeta[T informer.Object](m metav1.Object) (T, error) {
+func withMeta[T informer.Object](typ reflect.Type, m metav1.Object) (T, error) {
 	var zero T
-	typ := reflect.TypeFor[T]()
+	if typ == nil {
+		return zero, fmt.Errorf("%w: %v is an interface type, and the objects' type is not known", ErrWrongType, reflect.TypeFor[T]())
+	}
 	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
 		return zero, fmt.Errorf("%w: %v is not a pointer to a struct", ErrWrongType, typ)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/internal/seam"
 )
 
 // ErrForeignRegistration reports a registration that the adapter did not
@@ -61,21 +62,22 @@ var ErrForeignRegistration = errors.New("clientgo: registration not made by this
 //     has none to log); a second Run logs a warning and returns, as
 //     client-go's does.
 func SharedIndexInformer[T informer.Object](inf *informer.SharedIndexInformer[T]) cache.SharedIndexInformer {
-	stand := cache.NewReflectorWithOptions(noLW{}, expectedType[T](), cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: inf.Name()})
-	x := &indexer[T]{x: inf.GetIndexer(), applied: func() string {
+	typ := seam.ObjectType(inf)
+	stand := cache.NewReflectorWithOptions(noLW{}, expectedType[T](typ), cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{Name: inf.Name()})
+	x := &indexer[T]{x: inf.GetIndexer(), typ: typ, applied: func() string {
 		rv, _ := inf.AppliedResourceVersion()
 		return rv
 	}}
 	return &sharedIndexInformer[T]{inf: inf, indexer: x, reflector: stand}
 }
 
-// expectedType is an empty T for the stand-in Reflector, which reads its
+// expectedType is an empty object of typ (T, or the type of ForType's objects) for the stand-in Reflector, which reads its
 // type: a new value rather than a nil pointer, which client-go calls
 // methods on (an *unstructured.Unstructured's GroupVersionKind).
-func expectedType[T informer.Object]() any {
+func expectedType[T informer.Object](typ reflect.Type) any {
 	var zero T
-	if t := reflect.TypeFor[T](); t.Kind() == reflect.Pointer {
-		return reflect.New(t.Elem()).Interface()
+	if typ != nil && typ.Kind() == reflect.Pointer {
+		return reflect.New(typ.Elem()).Interface()
 	}
 	return zero
 }

@@ -82,8 +82,7 @@ type protoSizer interface {
 func NewCompact[PP any](dec *Decoder[PP], cached int) *Compact[PP] {
 	c := &Compact[PP]{dec: dec, runs: newSharedRuns(), cache: newDecodedCache(max(cached, 0))}
 	c.split.runs = &c.runs
-	var zero PP
-	_, sizer := any(zero).(protoSizer)
+	sizer := dec.elemPointer().Implements(protoSizerType)
 	c.marshal = dec.plan != nil && sizer
 	c.trim = newTrimmer(dec.plan, &dec.opts)
 	if dec.plan != nil {
@@ -279,7 +278,7 @@ func (c *Compact[PP]) DecodeBeside(r, next *Record, like PP) (PP, error) {
 	if p, ok := c.HeldObject(r); ok {
 		return p, nil
 	}
-	lp := pointerOf(like)
+	lp := c.dec.pointerOf(like)
 	if r.json || next == nil || next.json || lp == nil || !c.dec.parts {
 		return c.decode(r, false)
 	}
@@ -300,7 +299,7 @@ func (c *Compact[PP]) DecodeBeside(r, next *Record, like PP) (PP, error) {
 // r and without marking it read: the cache may let go of it at any time.
 func (c *Compact[PP]) HeldObject(r *Record) (PP, bool) {
 	if p := r.cached(); p != nil {
-		return cast[PP](p), true
+		return c.dec.cast(p), true
 	}
 	var zero PP
 	return zero, false
@@ -364,13 +363,13 @@ func (c *Compact[PP]) aliased(r *Record, decode func(b []byte, a *aliases) (PP, 
 // keep makes obj the decoded object of r, unless another read did so
 // first: it returns the object r holds.
 func (c *Compact[PP]) keep(r *Record, obj PP) PP {
-	p := *(*unsafe.Pointer)(unsafe.Pointer(&obj))
+	p := c.dec.pointerOf(obj)
 	if p == nil {
 		return obj
 	}
 	if !atomic.CompareAndSwapPointer(&r.obj, nil, p) {
 		if q := r.cached(); q != nil {
-			return cast[PP](q)
+			return c.dec.cast(q)
 		}
 		return obj
 	}
@@ -539,7 +538,7 @@ func (c *Compact[PP]) DecodedBytes() int {
 	n := 0
 	c.cache.each(func(r *Record, p unsafe.Pointer) {
 		sz.rec = r
-		n += sz.Size(cast[PP](p))
+		n += sz.Size(c.dec.cast(p))
 	})
 	return n
 }

@@ -103,6 +103,10 @@ type Decoder[PP any] struct {
 	// object's Quantities need not hold their strings (see cacheString),
 	// and the decoder derives no parts from then on.
 	decodedJSON atomic.Bool
+	// tab is the first word of a PP that holds a *P, when PP is an
+	// interface type (see NewDecoderOf): its interface table, or for an
+	// empty interface *P's type descriptor. It is nil when PP is *P.
+	tab unsafe.Pointer
 }
 
 // NewDecoder checks that P mirrors T, where PP is *P and TP is *T, pointers
@@ -124,7 +128,31 @@ func NewDecoder[PP, TP any](opts Options) (*Decoder[PP], error) {
 	return newDecoder[PP](reflect.TypeFor[PP](), reflect.TypeFor[TP](), opts)
 }
 
-// newDecoder is NewDecoder for the types pp (PP) and tp.
+// NewDecoderOf returns a Decoder of the encodings of typ, a pointer to a
+// struct such as *corev1.Pod, into new values of typ handed out as PP: an
+// interface type that typ implements, such as runtime.Object, or typ
+// itself. One instantiation of the generic code that holds a Decoder (an
+// informer of runtime.Object, say) then serves every such type, where
+// NewDecoder[PP, PP] compiles one for each; it decodes exactly as
+// NewDecoder[*T, *T] does. A PP holding a value of another type is
+// treated as a nil one: DecodeBeside and the Source's Previous then take
+// nothing from it, and ProtobufInto panics.
+func NewDecoderOf[PP any](typ reflect.Type, opts Options) (*Decoder[PP], error) {
+	pp := reflect.TypeFor[PP]()
+	if typ == nil || pp != typ && (pp.Kind() != reflect.Interface || !typ.Implements(pp)) {
+		return nil, &MismatchError{fmt.Sprint(typ), fmt.Sprintf("the type must be %v or implement it", pp)}
+	}
+	d, err := newDecoder[PP](typ, typ, opts)
+	if err != nil || pp == typ {
+		return d, err
+	}
+	box, _ := reflect.New(typ.Elem()).Interface().(PP)
+	d.tab = (*[2]unsafe.Pointer)(unsafe.Pointer(&box))[0]
+	return d, nil
+}
+
+// newDecoder is NewDecoder for the types pp (PP, or an implementation of
+// PP: see NewDecoderOf) and tp.
 func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error) {
 	if pp.Kind() != reflect.Pointer || tp.Kind() != reflect.Pointer || pp.Elem().Kind() != reflect.Struct || tp.Elem().Kind() != reflect.Struct {
 		return nil, &MismatchError{pp.String(), "the projection and the type must be pointers to structs, such as *corev1.Pod"}
@@ -186,10 +214,32 @@ func recoverMalformed(err *error) {
 }
 
 // cast returns the object at p as a PP.
-func cast[PP any](p unsafe.Pointer) PP { return *(*PP)(unsafe.Pointer(&p)) }
+func (d *Decoder[PP]) cast(p unsafe.Pointer) PP {
+	if d.tab == nil {
+		return *(*PP)(unsafe.Pointer(&p))
+	}
+	if p == nil {
+		var zero PP
+		return zero
+	}
+	w := [2]unsafe.Pointer{d.tab, p}
+	return *(*PP)(unsafe.Pointer(&w))
+}
 
-// pointerOf returns the address p points to: cast's inverse.
-func pointerOf[PP any](p PP) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
+// pointerOf returns the address x points to: cast's inverse. A PP holding
+// a value of another type than *P is nil here.
+func (d *Decoder[PP]) pointerOf(x PP) unsafe.Pointer {
+	if d.tab == nil {
+		return *(*unsafe.Pointer)(unsafe.Pointer(&x))
+	}
+	if w := (*[2]unsafe.Pointer)(unsafe.Pointer(&x)); w[0] == d.tab {
+		return w[1]
+	}
+	return nil
+}
+
+// elemPointer returns *P, the type of the objects d decodes.
+func (d *Decoder[PP]) elemPointer() reflect.Type { return reflect.PointerTo(d.elem) }
 
 // Protobuf decodes the bare protobuf message of a T (no envelope) into a
 // new P.
@@ -203,14 +253,14 @@ func (d *Decoder[PP]) Protobuf(b []byte) (PP, error) {
 		var zero PP
 		return zero, err
 	}
-	return cast[PP](p), nil
+	return d.cast(p), nil
 }
 
 // ProtobufInto decodes the bare protobuf message of a T into p, merging as
 // protobuf does: scalars are replaced, repeated fields and maps added to.
 // It panics if p is nil, a programming error, rather than write through it.
 func (d *Decoder[PP]) ProtobufInto(b []byte, p PP) error {
-	ptr := pointerOf(p)
+	ptr := d.pointerOf(p)
 	if ptr == nil {
 		panic("wire: ProtobufInto a nil " + reflect.PointerTo(d.elem).String())
 	}
@@ -234,7 +284,7 @@ func (d *Decoder[PP]) record(b []byte, a *aliases, own bool) (PP, error) {
 	if err := d.decodeInto(b, p, a, own); err != nil {
 		return zero, err
 	}
-	return cast[PP](p), nil
+	return d.cast(p), nil
 }
 
 // decodeInto decodes b into the P at p; with a, strings alias the memory
@@ -280,7 +330,7 @@ func (d *Decoder[PP]) decodeJSON(b []byte, share bool) (PP, error) {
 		}
 	}
 	if !share {
-		return cast[PP](p), nil
+		return d.cast(p), nil
 	}
 	if d.jsonMaps != nil && len(d.jsonMapOffsets) > 0 {
 		d.mu.Lock()
@@ -296,7 +346,7 @@ func (d *Decoder[PP]) decodeJSON(b []byte, share bool) (PP, error) {
 	if d.bytes != nil && d.objectMeta >= 0 {
 		d.shareFields((*metav1.ObjectMeta)(unsafe.Add(p, d.objectMeta)))
 	}
-	return cast[PP](p), nil
+	return d.cast(p), nil
 }
 
 // shareFields replaces the FieldsV1 bytes of m's managedFields, decoded

@@ -246,7 +246,7 @@ func (d *Decoder[PP]) decodeReusing(b []byte, a *aliases, prev unsafe.Pointer, p
 			reflect.NewAt(o.typ, at(p, o.off)).Elem().Set(reflect.NewAt(o.typ, at(prev, o.off)).Elem())
 		}
 	}
-	return cast[PP](p), nil
+	return d.cast(p), nil
 }
 
 // recordBeside decodes b, a record's bytes that a maps to its memory, as

@@ -104,7 +104,7 @@ func TestProtobufPartsReusesUnchangedParts(t *testing.T) {
 					f(next)
 				}
 				b2 := marshalPod(t, next)
-				prev, old := pointerOf(p1), &ps1
+				prev, old := unsafe.Pointer(p1), &ps1
 				switch {
 				case tc.noPrevious:
 					prev = nil
@@ -174,7 +174,7 @@ func TestDerivedPartsWriteNothing(t *testing.T) {
 	before := *q
 	next := pod.DeepCopy()
 	changeStatus(next)
-	p2, _, err := d.protobufParts(marshalPod(t, next), pointerOf(p1), nil)
+	p2, _, err := d.protobufParts(marshalPod(t, next), unsafe.Pointer(p1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestProtobufPartsDerivedWhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, _, err := slim.protobufParts(marshalPod(t, pod), pointerOf(p1), nil)
+	p2, _, err := slim.protobufParts(marshalPod(t, pod), unsafe.Pointer(p1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestProtobufPartsDerivedWhere(t *testing.T) {
 	if _, err := js.JSON([]byte(`{"metadata":{"name":"other"}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if p, _, err := js.protobufParts(marshalPod(t, pod), pointerOf(full), nil); err != nil || &p.Spec.Containers[0] == &full.Spec.Containers[0] {
+	if p, _, err := js.protobufParts(marshalPod(t, pod), unsafe.Pointer(full), nil); err != nil || &p.Spec.Containers[0] == &full.Spec.Containers[0] {
 		t.Errorf("after a JSON decoding, an update shares a derived part (%v)", err)
 	}
 
@@ -253,7 +253,7 @@ func TestProtobufPartsDerivedWhere(t *testing.T) {
 		t.Helper()
 		var pp unsafe.Pointer
 		if prev != nil {
-			pp = pointerOf(prev)
+			pp = unsafe.Pointer(prev)
 		}
 		got, _, err := d.protobufParts(b, pp, nil)
 		if err != nil {
@@ -299,7 +299,7 @@ func TestProtobufPartsTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, ps2, err := d.protobufParts(twice, pointerOf(p1), &ps1)
+	p2, ps2, err := d.protobufParts(twice, unsafe.Pointer(p1), &ps1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -617,8 +617,8 @@ func FuzzProtobufParts(f *testing.F) {
 		if want, _, ok := d.scanParts(a); ok && psa != want || !ok && psa != (parts{}) {
 			t.Fatalf("parts of a: %+v, scanned %+v (%v)", psa, want, ok)
 		}
-		got, _, err := d.protobufParts(b, pointerOf(pa), &psa)
-		derived, _, derr := d.protobufParts(b, pointerOf(pa), nil)
+		got, _, err := d.protobufParts(b, unsafe.Pointer(pa), &psa)
+		derived, _, derr := d.protobufParts(b, unsafe.Pointer(pa), nil)
 		want, werr := d.Protobuf(b)
 		if (err == nil) != (werr == nil) || (derr == nil) != (werr == nil) {
 			t.Fatalf("with parts: %v; derived: %v; whole: %v", err, derr, werr)
@@ -675,8 +675,8 @@ func TestProtobufPartsMutations(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		got, _, err := d.protobufParts(b, pointerOf(pa), &psa)
-		derived, _, derr := d.protobufParts(b, pointerOf(pa), nil)
+		got, _, err := d.protobufParts(b, unsafe.Pointer(pa), &psa)
+		derived, _, derr := d.protobufParts(b, unsafe.Pointer(pa), nil)
 		want, werr := d.Protobuf(b)
 		if (err == nil) != (werr == nil) || (derr == nil) != (werr == nil) {
 			t.Fatalf("mutation %d: with parts: %v; derived: %v; whole: %v", i, err, derr, werr)

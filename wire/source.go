@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"time"
 	"unsafe"
 
@@ -214,7 +215,7 @@ func (s *Source[PP]) changed(b []byte, et watch.EventType) (p PP, reused bool, e
 	if obj, ok := s.opts.Previous(ref); ok {
 		// The parts remembered are of the cached object only if it is the
 		// one they were hashed from; else the decoder derives its parts.
-		prev = pointerOf(obj)
+		prev = s.dec.pointerOf(obj)
 		if e, ok := s.parts.get(key); ok && e.object() == prev {
 			old = &e.parts
 		}
@@ -224,7 +225,7 @@ func (s *Source[PP]) changed(b []byte, et watch.EventType) (p PP, reused bool, e
 		s.parts.forget(key)
 		return p, false, err
 	}
-	s.parts.put(key, pointerOf(p), ps)
+	s.parts.put(key, s.dec.pointerOf(p), ps)
 	return p, false, nil
 }
 
@@ -244,13 +245,15 @@ func (s *Source[PP]) object(b []byte, reuse bool) (p PP, reused bool, err error)
 	return p, false, err
 }
 
+// runtimeObjectType is runtime.Object's type.
+var runtimeObjectType = reflect.TypeFor[runtime.Object]()
+
 // Watch starts a watch. The events carry *P, which must be a
 // runtime.Object, or a *metav1.Status for ERROR events; bytes that cannot
 // be decoded end the watch with an ERROR event.
 func (s *Source[PP]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	var zero PP
-	if _, ok := any(zero).(runtime.Object); !ok {
-		return nil, fmt.Errorf("wire: %T is not a runtime.Object: embed a wire.Meta", zero)
+	if t := s.dec.elemPointer(); !t.Implements(runtimeObjectType) {
+		return nil, fmt.Errorf("wire: %v is not a runtime.Object: embed a wire.Meta", t)
 	}
 	opts.Watch = true
 	s.listing(opts)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,17 +102,25 @@ func wireDecodes[T client.Object](s *scope) bool {
 
 // unstructuredMaker makes the entry of a kind read as
 // *unstructured.Unstructured: the factory's informer of its resource,
-// through the dynamic client.
+// through the dynamic client, of client.Object (informer.ForUnstructuredAs:
+// the instantiation the built-in kinds' informers share).
 func unstructuredMaker(_ context.Context, s *scope, k kind) (entry, error) {
-	var pre func(*unstructured.Unstructured)
+	var pre func(client.Object)
 	if s.dropManagedFields() {
-		pre = dropManagedFields[*unstructured.Unstructured]
+		pre = dropManagedFields[client.Object]
 	}
-	inf, err := informer.ForUnstructured(s.factory, k.gvr, forOptions(s, k, pre))
+	typ := reflect.TypeFor[*unstructured.Unstructured]()
+	o := forOptions(s, k, pre)
+	o.Transform = checkedTransform(o.Transform, typ)
+	inf, err := informer.ForUnstructuredAs(s.factory, k.gvr, o)
 	if err != nil {
 		return nil, fmt.Errorf("typedcache: informer of %v (unstructured): %w", k.gvk, err)
 	}
-	return newTypedEntry(inf, k, sameConverter[*unstructured.Unstructured](), clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
+	conv := sameConverter[client.Object]()
+	conv.deep = func(src, dst client.Object) {
+		src.(*unstructured.Unstructured).DeepCopyInto(dst.(*unstructured.Unstructured))
+	}
+	return newTypedEntry(inf, k, conv, clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
 }
 
 // metadataMaker makes the entry of a kind read as
@@ -122,15 +131,22 @@ func unstructuredMaker(_ context.Context, s *scope, k kind) (entry, error) {
 func metadataMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	gvk := k.gvk
 	drop := s.dropManagedFields()
-	pre := func(obj *metav1.PartialObjectMetadata) {
-		obj.SetGroupVersionKind(gvk)
+	pre := func(obj client.Object) {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
 		if drop {
 			dropManagedFields(obj)
 		}
 	}
-	inf, err := informer.ForMetadata(s.factory, k.gvr, forOptions(s, k, pre))
+	typ := reflect.TypeFor[*metav1.PartialObjectMetadata]()
+	o := forOptions(s, k, pre)
+	o.Transform = checkedTransform(o.Transform, typ)
+	inf, err := informer.ForMetadataAs(s.factory, k.gvr, o)
 	if err != nil {
 		return nil, fmt.Errorf("typedcache: informer of %v (metadata): %w", k.gvk, err)
 	}
-	return newTypedEntry(inf, k, sameConverter[*metav1.PartialObjectMetadata](), clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
+	conv := sameConverter[client.Object]()
+	conv.deep = func(src, dst client.Object) {
+		src.(*metav1.PartialObjectMetadata).DeepCopyInto(dst.(*metav1.PartialObjectMetadata))
+	}
+	return newTypedEntry(inf, k, conv, clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
 }
