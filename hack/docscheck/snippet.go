@@ -45,6 +45,7 @@ var imports = map[string]string{
 	"maps":     "maps",
 	"strconv":  "strconv",
 	"filepath": "path/filepath",
+	"reflect":  "reflect",
 
 	"informer":     "github.com/typedkube/informer",
 	"clientgo":     "github.com/typedkube/informer/clientgo",
