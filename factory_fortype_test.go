@@ -2,6 +2,7 @@ package informer
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -228,11 +229,19 @@ func TestForTypeClients(t *testing.T) {
 // ForMetadata do (a factory of each over one server, caches compared),
 // handed out as Object; each is the factory's informer of its resource and
 // flavor, which the other Go type cannot join; a T the objects do not
-// implement is refused.
+// implement is refused. With decoded and compact stores.
 func TestForUnstructuredAndMetadataAs(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact %v", compact), func(t *testing.T) {
+			checkUnstructuredAndMetadataAs(t, FactoryOptions{Informer: InformerOptions{Compact: compact}})
+		})
+	}
+}
+
+func checkUnstructuredAndMetadataAs(t *testing.T, opts FactoryOptions) {
 	srv := newFakeAPI(t, podsResource)
 	create(t, srv, factoryPod("a", "web", "node-1"), factoryPod("b", "db", "node-2"))
-	tf, ef := newTestFactory(t, srv, FactoryOptions{}), newTestFactory(t, srv, FactoryOptions{})
+	tf, ef := newTestFactory(t, srv, opts), newTestFactory(t, srv, opts)
 	u, err := ForUnstructured(tf, podsGVR)
 	if err != nil {
 		t.Fatal(err)

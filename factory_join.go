@@ -102,6 +102,7 @@ func register[T Object](f *Factory, w what, r *apiResource, s *shared[T], lw Lis
 		NoLabelIndex:        f.opts.Informer.NoLabelIndex,
 		Compact:             s.compact,
 		codec:               s.codec,
+		objType:             s.objType,
 	}
 	if d != nil {
 		opts.sizer = d.objectSizer() // counts what the decoder shares once
@@ -112,7 +113,6 @@ func register[T Object](f *Factory, w what, r *apiResource, s *shared[T], lw Lis
 		return nil, err
 	}
 	inf.byFactory = true
-	inf.objType = s.objType
 	s.informer = inf
 	if d != nil {
 		d.inf.Store(inf)

@@ -119,6 +119,10 @@ type SharedIndexInformerOptions[T Object] struct {
 	// decoder knows what they share; zero makes one that knows nothing of
 	// sharing (see Stats.StoreBytes).
 	sizer objectSizer[T]
+	// objType is the Go type of the objects, set by a Factory (ForType's
+	// and the As functions' are not T), for the compact store's codec; nil:
+	// T.
+	objType reflect.Type
 }
 
 // SharedIndexInformer keeps a typed, indexed cache of the objects a
@@ -220,9 +224,13 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 	if opts.Compact {
 		codec := opts.codec
 		if codec == nil {
-			dec, err := wire.NewDecoder[T, T](wire.Options{})
+			typ := opts.objType
+			if typ == nil {
+				typ = reflect.TypeFor[T]()
+			}
+			dec, err := wire.NewDecoderOf[T](typ, wire.Options{})
 			if err != nil {
-				return nil, fmt.Errorf("informer: a compact store of %T: %w", zero, err)
+				return nil, fmt.Errorf("informer: a compact store of %v: %w", typ, err)
 			}
 			codec = wire.NewCompact(dec, wire.DecodedCacheSize)
 			indexer.setSizer(decoderSizer(dec))
@@ -238,6 +246,7 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 	s := &SharedIndexInformer[T]{
 		lw:                lw,
 		opts:              opts,
+		objType:           opts.objType,
 		indexer:           indexer,
 		clock:             opts.Reflector.Clock,
 		transform:         opts.Transform,

@@ -131,8 +131,18 @@ func (e *typedEntry[S, O]) target(out client.Object) (O, error) {
 
 func (e *typedEntry[S, O]) get(key client.ObjectKey, out client.Object, unsafe bool) error {
 	// A compact store's object decoded for this read is the reader's own:
-	// it needs no deep copy (see informer.Store.GetByKeyOwned).
-	src, owned, ok := e.inf.GetIndexer().GetByKeyOwned(e.storeKey(key))
+	// it needs no deep copy (see informer.Store.GetByKeyOwned). A read
+	// without a deep copy gets the object the store keeps decoded instead
+	// (GetByKey), as controller-runtime's cache gives its cached object:
+	// such reads of one object share its maps, and see what an earlier
+	// one wrote, as long as the store's codec holds it decoded.
+	var src S
+	var owned, ok bool
+	if unsafe {
+		src, ok = e.inf.GetIndexer().GetByKey(e.storeKey(key))
+	} else {
+		src, owned, ok = e.inf.GetIndexer().GetByKeyOwned(e.storeKey(key))
+	}
 	if !ok {
 		// As controller-runtime's: the kind where the resource would be.
 		return apierrors.NewNotFound(schema.GroupResource{Group: e.gvk.Group, Resource: e.gvk.Kind}, key.Name)

@@ -2,6 +2,7 @@ package typedcache
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/typedkube/informer"
 )
 
 // readFixture is a started cache over pods in two namespaces.
@@ -145,38 +148,13 @@ func mustSelector(t *testing.T, s string) labels.Selector {
 // objects' contents: two reads share their maps. Without it they do not.
 func TestUnsafeDisableDeepCopy(t *testing.T) {
 	shared := func(a, b map[string]string) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
-	t.Run("per call", func(t *testing.T) {
-		c := readFixture(t, cache.Options{}, Options{})
-		ctx := timeout(t)
-		key := client.ObjectKey{Namespace: "a", Name: "web-1"}
-		var p1, p2 corev1.Pod
-		if err := c.Get(ctx, key, &p1, client.UnsafeDisableDeepCopy); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Get(ctx, key, &p2, client.UnsafeDisableDeepCopy); err != nil {
-			t.Fatal(err)
-		}
-		if !shared(p1.Labels, p2.Labels) {
-			t.Error("two unsafe Gets do not share the cached labels")
-		}
-		var p3 corev1.Pod
-		if err := c.Get(ctx, key, &p3); err != nil {
-			t.Fatal(err)
-		}
-		if shared(p1.Labels, p3.Labels) {
-			t.Error("a Get shares the cached labels")
-		}
-		var l1, l2 corev1.PodList
-		if err := c.List(ctx, &l1, client.InNamespace("b"), client.UnsafeDisableDeepCopy); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.List(ctx, &l2, client.InNamespace("b"), client.UnsafeDisableDeepCopy); err != nil {
-			t.Fatal(err)
-		}
-		if !shared(l1.Items[0].Labels, l2.Items[0].Labels) {
-			t.Error("two unsafe Lists do not share the cached labels")
-		}
-	})
+	// A compact store shares the object it keeps decoded (its codec's
+	// small cache holds the few of the fixture).
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("per call, compact %v", compact), func(t *testing.T) {
+			unsafeReadsShare(t, readFixture(t, cache.Options{}, Options{Informer: informer.InformerOptions{Compact: compact}}), shared)
+		})
+	}
 	t.Run("default", func(t *testing.T) {
 		c := readFixture(t, cache.Options{DefaultUnsafeDisableDeepCopy: ptr.To(true)}, Options{})
 		ctx := timeout(t)
@@ -190,6 +168,40 @@ func TestUnsafeDisableDeepCopy(t *testing.T) {
 			t.Error("with DefaultUnsafeDisableDeepCopy, two Lists do not share the cached labels")
 		}
 	})
+}
+
+// unsafeReadsShare checks that reads of c without a deep copy share the
+// cached object's labels, and that a Get with one does not.
+func unsafeReadsShare(t *testing.T, c cache.Cache, shared func(a, b map[string]string) bool) {
+	ctx := timeout(t)
+	key := client.ObjectKey{Namespace: "a", Name: "web-1"}
+	var p1, p2 corev1.Pod
+	if err := c.Get(ctx, key, &p1, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, &p2, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	if !shared(p1.Labels, p2.Labels) {
+		t.Error("two unsafe Gets do not share the cached labels")
+	}
+	var p3 corev1.Pod
+	if err := c.Get(ctx, key, &p3); err != nil {
+		t.Fatal(err)
+	}
+	if shared(p1.Labels, p3.Labels) {
+		t.Error("a Get shares the cached labels")
+	}
+	var l1, l2 corev1.PodList
+	if err := c.List(ctx, &l1, client.InNamespace("b"), client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &l2, client.InNamespace("b"), client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	if !shared(l1.Items[0].Labels, l2.Items[0].Labels) {
+		t.Error("two unsafe Lists do not share the cached labels")
+	}
 }
 
 // IndexField makes field selectors answerable, in a namespace and in all;
@@ -228,7 +240,16 @@ func TestIndexField(t *testing.T) {
 // Unstructured and PartialObjectMetadata reads have informers of their
 // own, and carry the kind.
 func TestUnstructuredAndMetadata(t *testing.T) {
-	c := readFixture(t, cache.Options{}, Options{})
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact %v", compact), func(t *testing.T) {
+			unstructuredAndMetadata(t, readFixture(t, cache.Options{}, Options{Informer: informer.InformerOptions{Compact: compact}}))
+		})
+	}
+}
+
+// unstructuredAndMetadata reads c's Pods as unstructured objects and as
+// their metadata.
+func unstructuredAndMetadata(t *testing.T, c cache.Cache) {
 	ctx := timeout(t)
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
