@@ -28,6 +28,19 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 )
 
+// clientsFactory returns a fake clientset holding objs and a factory over
+// it (NewFactoryForClients), shut down when the test ends.
+func clientsFactory(t testing.TB, objs ...runtime.Object) (*fake.Clientset, *Factory) {
+	t.Helper()
+	cs := fake.NewClientset(objs...)
+	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Shutdown)
+	return cs, f
+}
+
 // watchStarted makes the fake clientset's watches of resource signal on the
 // returned channel once they are registered with its tracker. The tracker
 // does not replay changes to a watch started after them, so a test must

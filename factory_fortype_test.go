@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 var podType = reflect.TypeFor[*corev1.Pod]()
@@ -187,12 +186,7 @@ func TestForTypeErrors(t *testing.T) {
 // In a factory made by NewFactoryForClients, ForType lists and watches
 // through the type's typed client, as For does.
 func TestForTypeClients(t *testing.T) {
-	cs := fake.NewClientset(richPod("a", "web", "node-1"))
-	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Shutdown()
+	cs, f := clientsFactory(t, richPod("a", "web", "node-1"))
 	pods, err := ForType[Object](t.Context(), f, podType)
 	if err != nil {
 		t.Fatal(err)

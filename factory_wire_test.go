@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // podSlim is the projection the factory tests cache.
@@ -201,12 +200,7 @@ func TestForProjectionMismatch(t *testing.T) {
 // TestForProjectionClients: over client-go's fake clientset, the projection
 // of each object equals what the wire decoding gives.
 func TestForProjectionClients(t *testing.T) {
-	cs := fake.NewClientset(richPod("a", "web", "node-1"))
-	f, err := NewFactoryForClients(FactoryClients{Kube: cs}, FactoryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Shutdown()
+	cs, f := clientsFactory(t, richPod("a", "web", "node-1"))
 	pods, err := ForProjection[podSlim, corev1.Pod](f)
 	if err != nil {
 		t.Fatal(err)
