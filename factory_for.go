@@ -213,10 +213,7 @@ func ForProjection[P, T any, PP interface {
 // informer on the first call for gvr, named like "v1/pods (unstructured)".
 // Errors and opts are as for For.
 func ForUnstructured(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[*unstructured.Unstructured]) (*SharedIndexInformer[*unstructured.Unstructured], error) {
-	if f != nil && f.dynamic == nil {
-		return nil, fmt.Errorf("%w: ForUnstructured needs FactoryClients.Dynamic", ErrInvalidOptions)
-	}
-	return forResource(f, gvr, "unstructured", opts, dynamicHow[*unstructured.Unstructured]())
+	return forUnstructured(f, gvr, "ForUnstructured", opts)
 }
 
 // ForUnstructuredAs is ForUnstructured with the objects, each an
@@ -227,8 +224,14 @@ func ForUnstructured(f *Factory, gvr schema.GroupVersionResource, opts ...ForOpt
 // objects: ForUnstructured of gvr, or ForUnstructuredAs with another T,
 // finds it and returns an error wrapping ErrOptionsConflict.
 func ForUnstructuredAs[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[T]) (*SharedIndexInformer[T], error) {
+	return forUnstructured(f, gvr, "ForUnstructuredAs", opts)
+}
+
+// forUnstructured is ForUnstructured and ForUnstructuredAs, named fn in
+// errors.
+func forUnstructured[T Object](f *Factory, gvr schema.GroupVersionResource, fn string, opts []ForOptions[T]) (*SharedIndexInformer[T], error) {
 	if f != nil && f.dynamic == nil {
-		return nil, fmt.Errorf("%w: ForUnstructuredAs needs FactoryClients.Dynamic", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: %s needs FactoryClients.Dynamic", ErrInvalidOptions, fn)
 	}
 	if err := handsOut[T](reflect.TypeFor[*unstructured.Unstructured]()); err != nil {
 		return nil, err
@@ -242,10 +245,7 @@ func ForUnstructuredAs[T Object](f *Factory, gvr schema.GroupVersionResource, op
 // the informer on the first call for gvr, named like "v1/pods (metadata)".
 // Errors and opts are as for For.
 func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[*metav1.PartialObjectMetadata]) (*SharedIndexInformer[*metav1.PartialObjectMetadata], error) {
-	if f != nil && f.metadata == nil {
-		return nil, fmt.Errorf("%w: ForMetadata needs FactoryClients.Metadata", ErrInvalidOptions)
-	}
-	return forResource(f, gvr, "metadata", opts, metadataHow[*metav1.PartialObjectMetadata]())
+	return forMetadata(f, gvr, "ForMetadata", opts)
 }
 
 // ForMetadataAs is ForMetadata with the objects, each a
@@ -253,8 +253,13 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions
 // implement (such as controller-runtime's client.Object), as
 // ForUnstructuredAs is to ForUnstructured.
 func ForMetadataAs[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...ForOptions[T]) (*SharedIndexInformer[T], error) {
+	return forMetadata(f, gvr, "ForMetadataAs", opts)
+}
+
+// forMetadata is ForMetadata and ForMetadataAs, named fn in errors.
+func forMetadata[T Object](f *Factory, gvr schema.GroupVersionResource, fn string, opts []ForOptions[T]) (*SharedIndexInformer[T], error) {
 	if f != nil && f.metadata == nil {
-		return nil, fmt.Errorf("%w: ForMetadataAs needs FactoryClients.Metadata", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: %s needs FactoryClients.Metadata", ErrInvalidOptions, fn)
 	}
 	if err := handsOut[T](reflect.TypeFor[*metav1.PartialObjectMetadata]()); err != nil {
 		return nil, err

@@ -49,11 +49,7 @@ type how[T Object] struct {
 // typedHow is how For lists and watches T: with package wire, if the
 // factory decodes with it and it can decode T, and else with client-go's
 // codecs, or through the factory's clients.
-func typedHow[T Object]() how[T] {
-	h := erasedHow[T](reflect.TypeFor[T]())
-	h.decoder = wire.NewDecoder[T, T]
-	return h
-}
+func typedHow[T Object]() how[T] { return erasedHow[T](reflect.TypeFor[T]()) }
 
 // erasedHow is how ForType lists and watches objects of typ, a pointer
 // type that implements T, handed out as T: as For does for typ.

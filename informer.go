@@ -138,9 +138,6 @@ type SharedIndexInformer[T Object] struct {
 	// byFactory is set by the Factory that made the informer, before it
 	// hands it out: Run refuses it, the factory runs it with run.
 	byFactory bool
-	// objType is the Go type of its objects, set by the Factory that made
-	// it (ForType's is not T); nil: T (see objectType).
-	objType reflect.Type
 
 	mu                sync.Mutex // guards the fields below
 	started, stopped  bool
@@ -246,7 +243,6 @@ func NewSharedIndexInformer[T Object](lw ListerWatcher[T], opts SharedIndexInfor
 	s := &SharedIndexInformer[T]{
 		lw:                lw,
 		opts:              opts,
-		objType:           opts.objType,
 		indexer:           indexer,
 		clock:             opts.Reflector.Clock,
 		transform:         opts.Transform,

@@ -33,8 +33,8 @@ type objectTyped interface {
 // objectType returns the Go type of the objects s holds (see
 // seam.ObjectType).
 func (s *SharedIndexInformer[T]) objectType() reflect.Type {
-	if s.objType != nil {
-		return s.objType
+	if s.opts.objType != nil {
+		return s.opts.objType
 	}
 	if t := reflect.TypeFor[T](); t.Kind() != reflect.Interface {
 		return t

@@ -45,9 +45,6 @@ type Sizer[T any] struct {
 	// strings and bytes made over the record's memory are the record's,
 	// counted with it (Record.Bytes), not with the object.
 	rec *Record
-	// boxed: T is an interface type whose values hold a pointer of the
-	// type top plans (a Decoder made by NewDecoderOf).
-	boxed bool
 }
 
 // sizeType is the plan of one type: the parts of a value of it that reach
@@ -172,7 +169,9 @@ func (s *Sizer[T]) Size(v T) int {
 	if s.top.kind == reflect.Pointer && !s.top.leaf {
 		// Read here, so that v does not escape: the walk allocates nothing.
 		q := *(*unsafe.Pointer)(unsafe.Pointer(&v))
-		if s.boxed {
+		if unsafe.Sizeof(v) > unsafe.Sizeof(q) {
+			// An interface holding the pointer top plans (a Decoder
+			// made by NewDecoderOf): its data word.
 			q = (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
 		}
 		if q == nil {
@@ -531,10 +530,7 @@ func (sh *sharing) heldBytes() int {
 // between them (see Sizer): what it shares is counted by SharedBytes, not
 // per object. Without sharing (Options.NoSharing), it is NewSizer's.
 func (d *Decoder[PP]) Sizer() *Sizer[PP] {
-	if d.tab != nil {
-		return &Sizer[PP]{top: sizePlanOf(d.elemPointer()), shares: d.share, boxed: true}
-	}
-	return &Sizer[PP]{top: sizePlanOf(reflect.TypeFor[PP]()), shares: d.share}
+	return &Sizer[PP]{top: sizePlanOf(d.elemPointer()), shares: d.share}
 }
 
 // SharedBytes returns the bytes d's sharing tables hold, which the objects

@@ -16,7 +16,6 @@ import (
 
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/clientgo"
-	"github.com/typedkube/informer/wire"
 )
 
 // builtinMaker returns the maker of the factory's informers of obj's Go
@@ -43,55 +42,58 @@ func builtinMaker(obj any) entryMaker {
 func builtinCopier(obj any) func(src, dst client.Object) {
 	switch obj.(type) {
 	case *corev1.Pod:
-		return func(src, dst client.Object) { src.(*corev1.Pod).DeepCopyInto(dst.(*corev1.Pod)) }
+		return deepCopier[*corev1.Pod]
 	case *corev1.ConfigMap:
-		return func(src, dst client.Object) { src.(*corev1.ConfigMap).DeepCopyInto(dst.(*corev1.ConfigMap)) }
+		return deepCopier[*corev1.ConfigMap]
 	case *corev1.Secret:
-		return func(src, dst client.Object) { src.(*corev1.Secret).DeepCopyInto(dst.(*corev1.Secret)) }
+		return deepCopier[*corev1.Secret]
 	case *corev1.Service:
-		return func(src, dst client.Object) { src.(*corev1.Service).DeepCopyInto(dst.(*corev1.Service)) }
+		return deepCopier[*corev1.Service]
 	case *corev1.Namespace:
-		return func(src, dst client.Object) { src.(*corev1.Namespace).DeepCopyInto(dst.(*corev1.Namespace)) }
+		return deepCopier[*corev1.Namespace]
 	case *corev1.Node:
-		return func(src, dst client.Object) { src.(*corev1.Node).DeepCopyInto(dst.(*corev1.Node)) }
+		return deepCopier[*corev1.Node]
 	case *corev1.PersistentVolumeClaim:
-		return func(src, dst client.Object) {
-			src.(*corev1.PersistentVolumeClaim).DeepCopyInto(dst.(*corev1.PersistentVolumeClaim))
-		}
+		return deepCopier[*corev1.PersistentVolumeClaim]
 	case *corev1.PersistentVolume:
-		return func(src, dst client.Object) {
-			src.(*corev1.PersistentVolume).DeepCopyInto(dst.(*corev1.PersistentVolume))
-		}
+		return deepCopier[*corev1.PersistentVolume]
 	case *corev1.ServiceAccount:
-		return func(src, dst client.Object) { src.(*corev1.ServiceAccount).DeepCopyInto(dst.(*corev1.ServiceAccount)) }
+		return deepCopier[*corev1.ServiceAccount]
 	case *corev1.Event:
-		return func(src, dst client.Object) { src.(*corev1.Event).DeepCopyInto(dst.(*corev1.Event)) }
+		return deepCopier[*corev1.Event]
 	case *appsv1.Deployment:
-		return func(src, dst client.Object) { src.(*appsv1.Deployment).DeepCopyInto(dst.(*appsv1.Deployment)) }
+		return deepCopier[*appsv1.Deployment]
 	case *appsv1.ReplicaSet:
-		return func(src, dst client.Object) { src.(*appsv1.ReplicaSet).DeepCopyInto(dst.(*appsv1.ReplicaSet)) }
+		return deepCopier[*appsv1.ReplicaSet]
 	case *appsv1.StatefulSet:
-		return func(src, dst client.Object) { src.(*appsv1.StatefulSet).DeepCopyInto(dst.(*appsv1.StatefulSet)) }
+		return deepCopier[*appsv1.StatefulSet]
 	case *appsv1.DaemonSet:
-		return func(src, dst client.Object) { src.(*appsv1.DaemonSet).DeepCopyInto(dst.(*appsv1.DaemonSet)) }
+		return deepCopier[*appsv1.DaemonSet]
 	case *batchv1.Job:
-		return func(src, dst client.Object) { src.(*batchv1.Job).DeepCopyInto(dst.(*batchv1.Job)) }
+		return deepCopier[*batchv1.Job]
 	case *batchv1.CronJob:
-		return func(src, dst client.Object) { src.(*batchv1.CronJob).DeepCopyInto(dst.(*batchv1.CronJob)) }
+		return deepCopier[*batchv1.CronJob]
 	case *networkingv1.Ingress:
-		return func(src, dst client.Object) { src.(*networkingv1.Ingress).DeepCopyInto(dst.(*networkingv1.Ingress)) }
+		return deepCopier[*networkingv1.Ingress]
 	case *discoveryv1.EndpointSlice:
-		return func(src, dst client.Object) {
-			src.(*discoveryv1.EndpointSlice).DeepCopyInto(dst.(*discoveryv1.EndpointSlice))
-		}
+		return deepCopier[*discoveryv1.EndpointSlice]
 	case *coordinationv1.Lease:
-		return func(src, dst client.Object) { src.(*coordinationv1.Lease).DeepCopyInto(dst.(*coordinationv1.Lease)) }
+		return deepCopier[*coordinationv1.Lease]
 	case *rbacv1.Role:
-		return func(src, dst client.Object) { src.(*rbacv1.Role).DeepCopyInto(dst.(*rbacv1.Role)) }
+		return deepCopier[*rbacv1.Role]
 	case *rbacv1.RoleBinding:
-		return func(src, dst client.Object) { src.(*rbacv1.RoleBinding).DeepCopyInto(dst.(*rbacv1.RoleBinding)) }
+		return deepCopier[*rbacv1.RoleBinding]
 	}
 	return nil
+}
+
+// deepCopier copies src, a T, deeply into dst, another T, with T's
+// generated DeepCopyInto: the copy of an erased entry's reads.
+func deepCopier[T interface {
+	client.Object
+	DeepCopyInto(T)
+}](src, dst client.Object) {
+	src.(T).DeepCopyInto(dst.(T))
 }
 
 // erasedMaker returns the maker of the entries of a kind of Go type typ,
@@ -101,42 +103,40 @@ func builtinCopier(obj any) func(src, dst client.Object) {
 func erasedMaker(typ reflect.Type, deep func(src, dst client.Object)) entryMaker {
 	return func(ctx context.Context, s *scope, k kind) (entry, error) {
 		var pre func(client.Object)
-		if s.dropManagedFields() && !wireDecodesType(s, typ) {
+		if s.dropManagedFields() && !wireDecodes(s, typ) {
 			pre = dropManagedFields[client.Object]
 		}
-		o := forOptions(s, k, pre)
-		o.Transform = checkedTransform(o.Transform, typ)
-		inf, err := informer.ForType(ctx, s.factory, typ, o)
+		inf, err := informer.ForType(ctx, s.factory, typ, erasedOptions(s, k, pre, typ))
 		if err != nil {
 			return nil, fmt.Errorf("typedcache: informer of %v: %w", k.gvk, err)
 		}
-		conv := sameConverter[client.Object]()
-		conv.deep = deep
-		return newTypedEntry(inf, k, conv, clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
+		return erasedEntry(s, k, inf, deep), nil
 	}
 }
 
-// wireDecodesType is wireDecodes for the Go type typ.
-func wireDecodesType(s *scope, typ reflect.Type) bool {
-	if s.c.opts.Decoding != informer.DecodeWire {
-		return false
-	}
-	_, err := wire.NewDecoderOf[client.Object](typ, wire.Options{})
-	return err == nil
-}
-
-// checkedTransform returns f, which must return objects of typ: any other
-// client.Object it returns is an error the informer reports, as For[T]'s
-// informer reports an object that is not a T.
-func checkedTransform(f informer.TransformFunc[client.Object], typ reflect.Type) informer.TransformFunc[client.Object] {
-	if f == nil {
-		return nil
-	}
-	return func(obj client.Object) (client.Object, error) {
-		out, err := f(obj)
-		if err == nil && reflect.TypeOf(out) != typ {
-			return nil, fmt.Errorf("typedcache: the transform returned %T for a %v", out, typ)
+// erasedOptions returns the options of the informer of k in s, whose
+// objects are of typ, handed out as client.Object (see forOptions): the
+// scope's transform must return objects of typ, any other client.Object
+// being an error the informer reports, as For[T]'s informer reports an
+// object that is not a T.
+func erasedOptions(s *scope, k kind, pre func(client.Object), typ reflect.Type) informer.ForOptions[client.Object] {
+	o := forOptions(s, k, pre)
+	if f := o.Transform; f != nil {
+		o.Transform = func(obj client.Object) (client.Object, error) {
+			out, err := f(obj)
+			if err == nil && reflect.TypeOf(out) != typ {
+				return nil, fmt.Errorf("typedcache: the transform returned %T for a %v", out, typ)
+			}
+			return out, err
 		}
-		return out, err
 	}
+	return o
+}
+
+// erasedEntry returns the entry of inf, an informer of client.Object whose
+// objects deep copies into another of their type.
+func erasedEntry(s *scope, k kind, inf *informer.SharedIndexInformer[client.Object], deep func(src, dst client.Object)) entry {
+	conv := sameConverter[client.Object]()
+	conv.deep = deep
+	return newTypedEntry(inf, k, conv, clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name()))
 }

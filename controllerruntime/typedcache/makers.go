@@ -80,7 +80,7 @@ func removeFrom(f *informer.Factory, name string) func(context.Context) error {
 // says otherwise.
 func typedMaker[T client.Object](ctx context.Context, s *scope, k kind) (entry, error) {
 	var pre func(T)
-	if s.dropManagedFields() && !wireDecodes[T](s) {
+	if s.dropManagedFields() && !wireDecodes(s, reflect.TypeFor[T]()) {
 		pre = dropManagedFields[T]
 	}
 	inf, err := informer.ForContext(ctx, s.factory, forOptions(s, k, pre))
@@ -90,13 +90,13 @@ func typedMaker[T client.Object](ctx context.Context, s *scope, k kind) (entry, 
 	return newTypedEntry(inf, k, sameConverter[T](), clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
 }
 
-// wireDecodes reports whether the factory of s decodes T with package
+// wireDecodes reports whether the factory of s decodes typ with package
 // wire, which drops managedFields itself when asked to.
-func wireDecodes[T client.Object](s *scope) bool {
+func wireDecodes(s *scope, typ reflect.Type) bool {
 	if s.c.opts.Decoding != informer.DecodeWire {
 		return false
 	}
-	_, err := wire.NewDecoder[T, T](wire.Options{})
+	_, err := wire.NewDecoderOf[client.Object](typ, wire.Options{})
 	return err == nil
 }
 
@@ -109,18 +109,12 @@ func unstructuredMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	if s.dropManagedFields() {
 		pre = dropManagedFields[client.Object]
 	}
-	typ := reflect.TypeFor[*unstructured.Unstructured]()
-	o := forOptions(s, k, pre)
-	o.Transform = checkedTransform(o.Transform, typ)
+	o := erasedOptions(s, k, pre, reflect.TypeFor[*unstructured.Unstructured]())
 	inf, err := informer.ForUnstructuredAs(s.factory, k.gvr, o)
 	if err != nil {
 		return nil, fmt.Errorf("typedcache: informer of %v (unstructured): %w", k.gvk, err)
 	}
-	conv := sameConverter[client.Object]()
-	conv.deep = func(src, dst client.Object) {
-		src.(*unstructured.Unstructured).DeepCopyInto(dst.(*unstructured.Unstructured))
-	}
-	return newTypedEntry(inf, k, conv, clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
+	return erasedEntry(s, k, inf, deepCopier[*unstructured.Unstructured]), nil
 }
 
 // metadataMaker makes the entry of a kind read as
@@ -137,16 +131,10 @@ func metadataMaker(_ context.Context, s *scope, k kind) (entry, error) {
 			dropManagedFields(obj)
 		}
 	}
-	typ := reflect.TypeFor[*metav1.PartialObjectMetadata]()
-	o := forOptions(s, k, pre)
-	o.Transform = checkedTransform(o.Transform, typ)
+	o := erasedOptions(s, k, pre, reflect.TypeFor[*metav1.PartialObjectMetadata]())
 	inf, err := informer.ForMetadataAs(s.factory, k.gvr, o)
 	if err != nil {
 		return nil, fmt.Errorf("typedcache: informer of %v (metadata): %w", k.gvk, err)
 	}
-	conv := sameConverter[client.Object]()
-	conv.deep = func(src, dst client.Object) {
-		src.(*metav1.PartialObjectMetadata).DeepCopyInto(dst.(*metav1.PartialObjectMetadata))
-	}
-	return newTypedEntry(inf, k, conv, clientgo.SharedIndexInformer(inf), removeFrom(s.factory, inf.Name())), nil
+	return erasedEntry(s, k, inf, deepCopier[*metav1.PartialObjectMetadata]), nil
 }
