@@ -101,3 +101,126 @@ func TestRecordEncoding(t *testing.T) {
 		})
 	}
 }
+
+// protobufWatchListServer serves a protobuf watch-list stream of n
+// ConfigMaps of size bytes of data each and the bookmark ending the initial
+// events, then holds the stream open until the request ends. It compresses
+// as the apiserver does (a watch-list request from a client that accepts
+// gzip: a gzip member per event, flushed before it is closed, so that a
+// reader has all of an event before the next member begins); over HTTP/2
+// when http2.
+func protobufWatchListServer(t *testing.T, n, size int, http2 bool) *httptest.Server {
+	t.Helper()
+	var frames [][]byte
+	for i := range n {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: "ns", ResourceVersion: "5"},
+			Data:       map[string]string{"d": strings.Repeat("x", size)},
+		}
+		raw, err := cm.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, frameOf(t, string(watch.Added), "ConfigMap", raw))
+	}
+	end := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "5", Annotations: map[string]string{initialEventsEnd: "true"}}}
+	raw, err := end.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames = append(frames, frameOf(t, string(watch.Bookmark), "ConfigMap", raw))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+		if r.URL.Query().Get("sendInitialEvents") == "true" && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			w.Header().Set("Content-Encoding", "gzip")
+			for _, f := range frames {
+				gz := gzip.NewWriter(w)
+				gz.Write(f)
+				gz.Flush()
+				gz.Close()
+			}
+		} else {
+			for _, f := range frames {
+				w.Write(f)
+			}
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	srv.EnableHTTP2 = http2
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestReplaceAfterInitialEventsBySize: a compressed watch-list stream is
+// kept past its initial events only over HTTP/2 and when its objects
+// averaged largeObject bytes of protobuf or more; before the initial
+// events have ended it answers as for small objects, and an uncompressed
+// stream is never replaced.
+func TestReplaceAfterInitialEventsBySize(t *testing.T) {
+	dec, err := NewDecoder[*corev1.ConfigMap, *corev1.ConfigMap](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		n, size     int
+		http2       bool
+		noGzip      bool
+		wantReplace bool
+	}{
+		{name: "HTTP/2, large objects", n: 3, size: 2 * largeObject, http2: true},
+		{name: "HTTP/2, objects of the threshold's size", n: 3, size: largeObject, http2: true},
+		{name: "HTTP/2, small objects", n: 3, size: 100, http2: true, wantReplace: true},
+		{name: "HTTP/2, just below the threshold", n: 3, size: largeObject - 200, http2: true, wantReplace: true},
+		{name: "HTTP/2, no objects", http2: true, wantReplace: true},
+		{name: "HTTP/1.1, large objects", n: 3, size: 2 * largeObject, wantReplace: true},
+		{name: "HTTP/2, large objects, not compressed", n: 3, size: 2 * largeObject, http2: true, noGzip: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := protobufWatchListServer(t, tc.n, tc.size, tc.http2)
+			tr := srv.Client().Transport.(*http.Transport).Clone()
+			tr.DisableCompression = tc.noGzip
+			t.Cleanup(tr.CloseIdleConnections)
+			cfg := &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{
+				GroupVersion:         &schema.GroupVersion{Version: "v1"},
+				NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
+			}, APIPath: "/api"}
+			client, err := rest.RESTClientForConfigAndClient(cfg, &http.Client{Transport: RecordEncoding(tr)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := NewSource(client, "configmaps", "ns", dec, SourceOptions[*corev1.ConfigMap]{Protobuf: true})
+			sendInitial := true
+			w, err := src.Watch(t.Context(), metav1.ListOptions{SendInitialEvents: &sendInitial, AllowWatchBookmarks: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			replace := w.(interface{ ReplaceAfterInitialEvents() bool }).ReplaceAfterInitialEvents
+			if got := replace(); got != !tc.noGzip {
+				t.Errorf("before the initial events: ReplaceAfterInitialEvents() = %v, want %v", got, !tc.noGzip)
+			}
+			next := w.(interface{ NextEvent() (watch.Event, bool) }).NextEvent
+			for i := 0; ; i++ {
+				ev, ok := next()
+				if !ok {
+					t.Fatalf("the stream ended after %d events, before its bookmark", i)
+				}
+				if ev.Type == watch.Bookmark {
+					if i != tc.n {
+						t.Fatalf("bookmark after %d events, want %d", i, tc.n)
+					}
+					break
+				}
+				if cm := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Added || len(cm.Data["d"]) != tc.size {
+					t.Fatalf("event %d: %s of %d bytes of data, want ADDED of %d", i, ev.Type, len(cm.Data["d"]), tc.size)
+				}
+			}
+			if got := replace(); got != tc.wantReplace {
+				t.Errorf("after the initial events: ReplaceAfterInitialEvents() = %v, want %v", got, tc.wantReplace)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -268,7 +269,7 @@ func (s *Source[PP]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.
 		typ, obj, err := d.Decode()
 		return watch.Event{Type: typ, Object: obj}, err
 	}, d)
-	w.compressed, w.buffered = enc.compressed, d.buffered
+	w.compressed, w.http2, w.buffered, w.largeInitial = enc.compressed, enc.http2, d.buffered, d.large.Load
 	return w, nil
 }
 
@@ -284,6 +285,11 @@ type eventDecoder[PP any] struct {
 	// ADDED events are listed objects, whose parts are not remembered
 	// (see Source.changed), as a list's are not.
 	initial bool
+	// initialObjects and initialBytes count the initial events' objects
+	// and their bytes of protobuf; large is set, at the bookmark ending
+	// them, when they averaged largeObject bytes or more.
+	initialObjects, initialBytes int
+	large                        atomic.Bool
 }
 
 func newEventDecoder[PP any](s *Source[PP], body io.ReadCloser) *eventDecoder[PP] {
@@ -329,8 +335,15 @@ func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
 	var reused bool
 	switch {
 	case et == watch.Bookmark:
+		if d.initial && d.initialObjects > 0 && d.initialBytes/d.initialObjects >= largeObject {
+			d.large.Store(true)
+		}
 		d.initial = false
 		p, reused, err = d.s.object(raw, false)
+	case et == watch.Added && d.initial:
+		d.initialObjects++
+		d.initialBytes += len(raw)
+		p, reused, err = d.s.object(raw, true)
 	case d.s.parts != nil && !(et == watch.Added && d.initial):
 		p, reused, err = d.s.changed(raw, et)
 	default:

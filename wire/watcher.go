@@ -34,8 +34,12 @@ type streamWatcher struct {
 	handoff atomic.Bool // NextEvent asks the goroutine to hand the stream over
 	handed  atomic.Bool // the goroutine ended for the handoff, the stream open
 	ended   bool        // NextEvent: the stream has ended
-	// compressed: the server compressed the stream (see RecordEncoding).
-	compressed bool
+	// compressed: the server compressed the stream (see RecordEncoding);
+	// http2: over HTTP/2.
+	compressed, http2 bool
+	// largeInitial, if set, reports whether the stream's initial events
+	// were large objects (see ReplaceAfterInitialEvents).
+	largeInitial func() bool
 	// buffered, if set, reports whether the decoder holds received bytes
 	// it has not decoded yet (see MoreBuffered).
 	buffered func() bool
@@ -52,13 +56,34 @@ func (w *streamWatcher) MoreBuffered() bool {
 	return w.buffered != nil && w.buffered()
 }
 
-// ReplaceAfterInitialEvents reports whether the server compressed the
-// stream, as the apiserver compresses a watch-list response, one event at
-// a time, when the client accepts gzip: the informer's Reflector then
-// replaces the stream, once its initial events have come, by a plain watch
-// from the resource version they reached, which is not compressed. It is
-// false unless the request went through RecordEncoding.
-func (w *streamWatcher) ReplaceAfterInitialEvents() bool { return w.compressed }
+// ReplaceAfterInitialEvents reports whether the stream, once its initial
+// events have come, is better replaced by a plain watch from the resource
+// version they reached: the informer's Reflector then replaces it. The
+// apiserver compresses a watch-list response, one event at a time (a gzip
+// member each), when the client accepts gzip, and never a plain watch.
+// Inflating a member costs the client about 5 µs however small the event;
+// what it saves is the system calls of the bytes it does not receive, which
+// over HTTP/2 are a flow-control write and a read or two for each 4 KiB.
+// So a compressed stream is replaced, unless it came over HTTP/2 and its
+// initial events' objects averaged largeObject bytes or more (protobuf;
+// a JSON stream is replaced). Against a real apiserver, a realistic Pod's
+// status update cost the client 9% less CPU on the compressed stream, a
+// small ConfigMap's update 21% more, and over HTTP/1.1, where no
+// flow-control writes are saved, a Pod's update no less (docs/benchmarks.md).
+// The saving lasts as long as the stream: a reflector's later watches are
+// plain ones, as client-go's are. It is false unless the request went
+// through RecordEncoding, and before the initial events have ended it
+// answers as for small objects.
+func (w *streamWatcher) ReplaceAfterInitialEvents() bool {
+	return w.compressed && !(w.http2 && w.largeInitial != nil && w.largeInitial())
+}
+
+// largeObject is the mean size, in bytes of protobuf, of the initial
+// events' objects from which a compressed HTTP/2 stream is kept: the
+// HTTP/2 server's writes and the client's flow-control refresh are both of
+// 4 KiB, so a smaller event gains at most one system call from being
+// compressed.
+const largeObject = 4 << 10
 
 // newStreamWatcher returns a watcher decoding with next, which returns the
 // next event and closes nothing; close ends the stream.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,24 +194,45 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestFactoryWatchListCompressed: the apiserver compresses a watch-list response, one event at
-// a time, for a client that accepts gzip (client-go's default), and no plain watch. The
-// factory's informer therefore ends a compressed stream at its initial-events-end bookmark and
-// watches on from the bookmark's resource version: two watches, the second plain, from that
-// version and not compressed, and a change made after the sync still arrives. With compression
-// disabled in the rest.Config, nothing is compressed and the one stream is read on.
+// TestFactoryWatchListCompressed: the Factory's informer starts with a watch-list stream, which
+// the apiserver compresses for a client that accepts gzip (client-go's default). Of small objects
+// (ConfigMaps of a few bytes), a compressed stream is replaced, once its initial events have come,
+// by a plain watch from the version they reached, which the apiserver does not compress; of large
+// ones (ConfigMaps of 8 KiB each) over HTTP/2, it is read on. An uncompressed stream is read on
+// either way. Objects created after the sync arrive in every case.
 func TestFactoryWatchListCompressed(t *testing.T) {
 	const n = 200
 	verifyNoGoroutinesLeft(t)
 	ctx := testContext(t, 2*time.Minute)
 	check := adminClients(t)
-	ns := newNamespace(t, check)
-	createConfigMaps(t, ctx, check, ns, n)
-	for _, compression := range []bool{true, false} {
-		t.Run(fmt.Sprintf("compression=%v", compression), func(t *testing.T) {
+	small := newNamespace(t, check)
+	createConfigMaps(t, ctx, check, small, n)
+	large := newNamespace(t, check)
+	if err := kubetest.Parallel(ctx, n, 8, func(ctx context.Context, i int) error {
+		_, err := check.Kube.CoreV1().ConfigMaps(large).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i)},
+			Data:       map[string]string{"data": strings.Repeat(fmt.Sprint(i%10), 8<<10)},
+		}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		large, compression, wantReplaced bool
+	}{
+		{compression: true, wantReplaced: true},
+		{compression: false},
+		{large: true, compression: true},
+		{large: true, compression: false},
+	} {
+		t.Run(fmt.Sprintf("large=%v/compression=%v", tc.large, tc.compression), func(t *testing.T) {
+			ns := small
+			if tc.large {
+				ns = large
+			}
 			var log kubetest.RequestLog
 			cfg := log.Wrap(srv.AdminConfig())
-			cfg.DisableCompression = !compression
+			cfg.DisableCompression = !tc.compression
 			f, err := informer.NewFactory(cfg, informer.FactoryOptions{Namespace: ns})
 			if err != nil {
 				t.Fatal(err)
@@ -219,7 +241,7 @@ func TestFactoryWatchListCompressed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			name := fmt.Sprintf("after-%v", compression)
+			name := fmt.Sprintf("after-%v", tc.compression)
 			added := make(chan struct{})
 			if _, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs[*corev1.ConfigMap]{AddFunc: func(cm *corev1.ConfigMap, _ bool) {
 				if cm.Name == name {
@@ -252,13 +274,20 @@ func TestFactoryWatchListCompressed(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("the ConfigMap created after the sync did not arrive within 30s")
 			}
-			watches := log.Requests(func(r kubetest.Request) bool { return r.WatchOf("configmaps") })
-			if len(watches) == 0 || !watches[0].WatchList() || watches[0].Compressed != compression {
-				t.Fatalf("watches %v, want a watch-list stream first, compressed=%v", watches, compression)
+			list, err := check.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !compression {
+			if got := len(inf.GetIndexer().List()); got != len(list.Items) {
+				t.Errorf("the cache holds %d ConfigMaps, the server %d", got, len(list.Items))
+			}
+			watches := log.Requests(func(r kubetest.Request) bool { return r.WatchOf("configmaps") })
+			if len(watches) == 0 || !watches[0].WatchList() || watches[0].Compressed != tc.compression {
+				t.Fatalf("watches %v, want a watch-list stream first, compressed=%v", watches, tc.compression)
+			}
+			if !tc.wantReplaced {
 				if len(watches) != 1 {
-					t.Errorf("watches %v, want the one uncompressed stream read on", watches)
+					t.Errorf("watches %v, want the one stream read on", watches)
 				}
 				return
 			}
