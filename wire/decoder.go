@@ -81,7 +81,7 @@ type Decoder[PP any] struct {
 	// at jsonMapOffsets in P: a table of its own, keyed otherwise.
 	jsonMaps       *mapTable
 	jsonMapOffsets []uintptr
-	scratch        map[*op]unsafe.Pointer // the values Validate unmarshals into (see validator)
+	scratch        map[*op]*scratchValue // the values Validate unmarshals into (see validator)
 	// share is what the decoder shares, for its Sizer; nil without
 	// sharing. Its tables are the ones above.
 	share      *sharing

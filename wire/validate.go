@@ -24,7 +24,7 @@ func (d *Decoder[PP]) Validate(b []byte) (err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.scratch == nil {
-		d.scratch = make(map[*op]unsafe.Pointer)
+		d.scratch = make(map[*op]*scratchValue)
 	}
 	v := validator{filter: d.opts.Annotations, scratch: d.scratch}
 	return v.message(b, d.plan)
@@ -38,7 +38,16 @@ type validator struct {
 	filter func(string) bool
 	// scratch holds, per op of a type that decodes itself, a value of that
 	// type to unmarshal into; guarded by the Decoder's mu.
-	scratch map[*op]unsafe.Pointer
+	scratch map[*op]*scratchValue
+}
+
+// scratchValue is a value Validate unmarshals into, kept between calls.
+type scratchValue struct {
+	p unsafe.Pointer
+	v reflect.Value // the value at p
+	// flat: no slice or map inside the value (through its struct fields),
+	// so that reset is zeroing the whole value.
+	flat bool
 }
 
 func (v *validator) message(b []byte, x *plan) error {
@@ -104,17 +113,37 @@ func (v *validator) value(b []byte, i, typ int, o *op) (int, error) {
 
 // scratchFor returns the value of type t that o's Unmarshal fills.
 func (v *validator) scratchFor(o *op, t reflect.Type) unsafe.Pointer {
-	p := v.scratch[o]
-	if p == nil {
-		p = reflect.New(t).UnsafePointer()
-		v.scratch[o] = p
+	sv := v.scratch[o]
+	if sv == nil {
+		p := reflect.New(t)
+		sv = &scratchValue{p: p.UnsafePointer(), v: p.Elem(), flat: flat(t)}
+		v.scratch[o] = sv
 	}
-	val := reflect.NewAt(t, p).Elem()
-	reset(val)
+	if sv.flat { // a resource.Quantity, a metav1.Time: one clear, not a walk
+		sv.v.SetZero()
+		return sv.p
+	}
+	reset(sv.v)
 	if k := t.Kind(); k == reflect.Slice || k == reflect.Map {
-		emptyIfNil(val)
+		emptyIfNil(sv.v)
 	}
-	return p
+	return sv.p
+}
+
+// flat reports whether a value of type t holds no slice or map, itself or
+// in its struct fields (reset keeps their room; everything else it zeroes).
+func flat(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Map:
+		return false
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !flat(t.Field(i).Type) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // reset zeroes v, a value a type's own Unmarshal filled before, keeping
