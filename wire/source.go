@@ -340,11 +340,11 @@ func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
 		}
 		d.initial = false
 		p, reused, err = d.s.object(raw, false)
-	case et == watch.Added && d.initial:
+	case et == watch.Added && d.initial: // a listed object: no parts remembered
 		d.initialObjects++
 		d.initialBytes += len(raw)
 		p, reused, err = d.s.object(raw, true)
-	case d.s.parts != nil && !(et == watch.Added && d.initial):
+	case d.s.parts != nil:
 		p, reused, err = d.s.changed(raw, et)
 	default:
 		p, reused, err = d.s.object(raw, et == watch.Added)
