@@ -37,6 +37,21 @@ func gzipWatchServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// configMapSource returns a Source of the ConfigMaps of namespace ns at
+// the server at url, its requests sent through rt.
+func configMapSource(t *testing.T, url string, rt http.RoundTripper, dec *Decoder[*corev1.ConfigMap], protobuf bool) *Source[*corev1.ConfigMap] {
+	t.Helper()
+	cfg := &rest.Config{Host: url, ContentConfig: rest.ContentConfig{
+		GroupVersion:         &schema.GroupVersion{Version: "v1"},
+		NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
+	}, APIPath: "/api"}
+	client, err := rest.RESTClientForConfigAndClient(cfg, &http.Client{Transport: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewSource(client, "configmaps", "ns", dec, SourceOptions[*corev1.ConfigMap]{Protobuf: protobuf})
+}
+
 // TestRecordEncoding: a watch whose request went through RecordEncoding
 // says it is better replaced after its initial events exactly when the
 // server compressed it, and decodes the same events either way; without
@@ -68,15 +83,7 @@ func TestRecordEncoding(t *testing.T) {
 			if tc.record {
 				rt = RecordEncoding(rt)
 			}
-			cfg := &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{
-				GroupVersion:         &schema.GroupVersion{Version: "v1"},
-				NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
-			}, APIPath: "/api"}
-			client, err := rest.RESTClientForConfigAndClient(cfg, &http.Client{Transport: rt})
-			if err != nil {
-				t.Fatal(err)
-			}
-			src := NewSource(client, "configmaps", "ns", dec, SourceOptions[*corev1.ConfigMap]{})
+			src := configMapSource(t, srv.URL, rt, dec, false)
 			opts := metav1.ListOptions{}
 			if tc.watchList {
 				opts.SendInitialEvents = new(bool)
@@ -183,15 +190,7 @@ func TestReplaceAfterInitialEventsBySize(t *testing.T) {
 			tr := srv.Client().Transport.(*http.Transport).Clone()
 			tr.DisableCompression = tc.noGzip
 			t.Cleanup(tr.CloseIdleConnections)
-			cfg := &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{
-				GroupVersion:         &schema.GroupVersion{Version: "v1"},
-				NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
-			}, APIPath: "/api"}
-			client, err := rest.RESTClientForConfigAndClient(cfg, &http.Client{Transport: RecordEncoding(tr)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			src := NewSource(client, "configmaps", "ns", dec, SourceOptions[*corev1.ConfigMap]{Protobuf: true})
+			src := configMapSource(t, srv.URL, RecordEncoding(tr), dec, true)
 			sendInitial := true
 			w, err := src.Watch(t.Context(), metav1.ListOptions{SendInitialEvents: &sendInitial, AllowWatchBookmarks: true})
 			if err != nil {

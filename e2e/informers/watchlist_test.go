@@ -19,11 +19,17 @@ import (
 // createConfigMaps creates n small ConfigMaps in ns, 8 at a time.
 func createConfigMaps(t *testing.T, ctx context.Context, c *kubetest.Clients, ns string, n int) {
 	t.Helper()
+	createConfigMapsOf(t, ctx, c, ns, n, func(i int) map[string]string { return map[string]string{"i": fmt.Sprint(i)} })
+}
+
+// createConfigMapsOf creates n ConfigMaps in ns, the i-th with data(i), 8 at a time.
+func createConfigMapsOf(t *testing.T, ctx context.Context, c *kubetest.Clients, ns string, n int, data func(i int) map[string]string) {
+	t.Helper()
 	start := time.Now()
 	if err := kubetest.Parallel(ctx, n, 8, func(ctx context.Context, i int) error {
 		_, err := c.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i)},
-			Data:       map[string]string{"i": fmt.Sprint(i)},
+			Data:       data(i),
 		}, metav1.CreateOptions{})
 		return err
 	}); err != nil {
@@ -208,15 +214,9 @@ func TestFactoryWatchListCompressed(t *testing.T) {
 	small := newNamespace(t, check)
 	createConfigMaps(t, ctx, check, small, n)
 	large := newNamespace(t, check)
-	if err := kubetest.Parallel(ctx, n, 8, func(ctx context.Context, i int) error {
-		_, err := check.Kube.CoreV1().ConfigMaps(large).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i)},
-			Data:       map[string]string{"data": strings.Repeat(fmt.Sprint(i%10), 8<<10)},
-		}, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	createConfigMapsOf(t, ctx, check, large, n, func(i int) map[string]string {
+		return map[string]string{"data": strings.Repeat(fmt.Sprint(i%10), 8<<10)}
+	})
 	for _, tc := range []struct {
 		large, compression, wantReplaced bool
 	}{
