@@ -30,6 +30,11 @@ import (
 // it measured as JSON on stdout, and exits.
 const peakEnv = "INFORMER_BENCH_PEAK"
 
+// peakTypedEnv, when set, holds environment settings (NAME=value, space-separated) that the
+// children of our side's variants get besides the test binary's own: GOMEMLIMIT=48MiB, say, to
+// see what a memory limit does to a variant's peak and CPU. client-go's side does not get them.
+const peakTypedEnv = "INFORMER_PEAK_TYPED_ENV"
+
 // peakHeapProfileEnv, when set, names a directory where each child writes the heap profile of
 // what it holds once synced (<variant>.heap, sampled every 4 KiB): where the bytes are.
 const peakHeapProfileEnv = "INFORMER_PEAK_HEAPPROFILE"
@@ -254,6 +259,9 @@ func runPeakChild(b *testing.B, cfg *rest.Config, ns string, n int, variant stri
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), peakEnv+"="+string(spec))
+	if strings.Contains(variant, "/typed") {
+		cmd.Env = append(cmd.Env, strings.Fields(os.Getenv(peakTypedEnv))...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
