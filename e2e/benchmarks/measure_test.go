@@ -189,8 +189,12 @@ func (h *heapSampler) Marked() uint64 { return h.marked }
 // writes are the transport's flow control (a WINDOW_UPDATE frame each time 4 KiB of a body have
 // been read: a TLS record and a send on the loopback each); any other write of the process in the
 // window counts too, such as the writer's start (docs/transport.md).
+// It also averages the threads' sleeps per event (kubetest.ProcessSleeps: voluntary context
+// switches), each of which a wake-up follows: the floor's reader sleeps once an event or so,
+// and every goroutine hand-off that finds no thread awake adds one.
 type syscallsPerEvent struct {
 	r0, w0, reads, writes float64
+	s0, sleeps            float64
 	rounds                int
 }
 
@@ -199,7 +203,8 @@ func (s *syscallsPerEvent) start(b fataler) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.r0, s.w0 = float64(r), float64(w)
+	v, _ := kubetest.ProcessSleeps()
+	s.r0, s.w0, s.s0 = float64(r), float64(w), float64(v)
 }
 
 func (s *syscallsPerEvent) stop(b fataler, events int) {
@@ -207,14 +212,17 @@ func (s *syscallsPerEvent) stop(b fataler, events int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	v, _ := kubetest.ProcessSleeps()
 	s.reads += (float64(r) - s.r0) / float64(events)
 	s.writes += (float64(w) - s.w0) / float64(events)
+	s.sleeps += (float64(v) - s.s0) / float64(events)
 	s.rounds++
 }
 
-// report reports the averages as reads/event and writes/event.
+// report reports the averages as reads/event, writes/event and sleeps/event.
 func (s *syscallsPerEvent) report(b *testing.B) {
 	n := float64(s.rounds)
 	b.ReportMetric(s.reads/n, "reads/event")
 	b.ReportMetric(s.writes/n, "writes/event")
+	b.ReportMetric(s.sleeps/n, "sleeps/event")
 }

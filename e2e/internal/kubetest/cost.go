@@ -20,6 +20,19 @@ func ProcessCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// ProcessSleeps returns how many times a thread of the test process has gone to sleep, waiting
+// for something (a futex, a read with nothing to read: the voluntary context switches of
+// getrusage(RUSAGE_SELF), every thread's), and how many times the kernel has taken the CPU from
+// one (the involuntary ones). Each sleep is a wake-up later: a goroutine hand-off that finds no
+// thread running pays one.
+func ProcessSleeps() (voluntary, involuntary int64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err) // cannot fail for RUSAGE_SELF
+	}
+	return ru.Nvcsw, ru.Nivcsw
+}
+
 // LiveHeap returns the bytes of heap objects not yet freed, reachable or not
 // (/memory/classes/heap/objects:bytes), read without stopping the world.
 func LiveHeap() uint64 {
