@@ -203,7 +203,7 @@ func (s *syscallsPerEvent) start(b fataler) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, _ := kubetest.ProcessSleeps()
+	v := kubetest.ProcessSleeps()
 	s.r0, s.w0, s.s0 = float64(r), float64(w), float64(v)
 }
 
@@ -212,7 +212,7 @@ func (s *syscallsPerEvent) stop(b fataler, events int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, _ := kubetest.ProcessSleeps()
+	v := kubetest.ProcessSleeps()
 	s.reads += (float64(r) - s.r0) / float64(events)
 	s.writes += (float64(w) - s.w0) / float64(events)
 	s.sleeps += (float64(v) - s.s0) / float64(events)

@@ -13,25 +13,24 @@ import (
 // ProcessCPU returns the user and system CPU time the test process has used, from
 // getrusage(RUSAGE_SELF): the servers are child processes, which RUSAGE_SELF does not count.
 func ProcessCPU() time.Duration {
+	ru := selfUsage()
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// selfUsage returns getrusage(RUSAGE_SELF): every thread of the test process, its children not.
+func selfUsage() syscall.Rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		panic(err) // cannot fail for RUSAGE_SELF
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ru
 }
 
 // ProcessSleeps returns how many times a thread of the test process has gone to sleep, waiting
 // for something (a futex, a read with nothing to read: the voluntary context switches of
-// getrusage(RUSAGE_SELF), every thread's), and how many times the kernel has taken the CPU from
-// one (the involuntary ones). Each sleep is a wake-up later: a goroutine hand-off that finds no
-// thread running pays one.
-func ProcessSleeps() (voluntary, involuntary int64) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err) // cannot fail for RUSAGE_SELF
-	}
-	return ru.Nvcsw, ru.Nivcsw
-}
+// getrusage(RUSAGE_SELF), every thread's). Each sleep is a wake-up later: a goroutine hand-off
+// that finds no thread running pays one.
+func ProcessSleeps() int64 { return selfUsage().Nvcsw }
 
 // LiveHeap returns the bytes of heap objects not yet freed, reachable or not
 // (/memory/classes/heap/objects:bytes), read without stopping the world.
