@@ -111,6 +111,11 @@ func (lw *wireListWatch[T]) listRecords(ctx context.Context, opts metav1.ListOpt
 		page.encoded.items = append(page.encoded.items, encoded[T]{key: key, rec: rec, labels: lbls})
 		return nil
 	})
+	if err != nil || lm.Continue == "" {
+		// The list ends: what the codec remembered to validate its
+		// items, over its pages, is let go.
+		lw.compact.EndList()
+	}
 	if err != nil {
 		return nil, err
 	}

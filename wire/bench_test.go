@@ -3,8 +3,10 @@ package wire
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/typedkube/informer/internal/testobj"
@@ -378,4 +380,78 @@ func decodeTimed(b *testing.B, cold bool, warm, decode func() error) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkValidateList validates, as a compact store's list does, the protobuf of 5,000 Pods
+// with a new Decoder, ending the list (EndValidation) at the last: memo=no walks every
+// Pod as Validate did before 2026-12-05, memo=yes finds the parts siblings share in the memo
+// (validMemo), decode=yes is the decode that Validate stands for (Protobuf). Pods are the e2e
+// benchmarks' small ones (benchPod), realistic ones of 20 ReplicaSets, and harsh ones
+// (testobj.HarshPods: each one's creating manager's entry its own), the latter two as the e2e
+// benchmarks list them (listedAsCreated). ns/pod is per Pod.
+func BenchmarkValidateList(b *testing.B) {
+	const n = 5000
+	small := make([]*corev1.Pod, n)
+	for i := range small {
+		small[i] = benchPod(i)
+	}
+	for _, w := range []struct {
+		name string
+		pods []*corev1.Pod
+	}{{"small", small}, {"realistic", listedAsCreated(testobj.RealisticPods("shop", n, 20))}, {"harsh", listedAsCreated(testobj.HarshPods("shop", n, 20))}} {
+		encs := make([][]byte, len(w.pods))
+		for i, p := range w.pods {
+			encs[i] = marshalPod(b, p)
+		}
+		for _, mode := range []string{"memo=no", "memo=yes", "decode=yes"} {
+			b.Run("pods="+w.name+"/"+mode, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					scratch := map[*op]*scratchValue{}
+					for i, e := range encs {
+						switch mode {
+						case "memo=no": // Validate without its memo
+							v := validator{filter: d.opts.Annotations, scratch: scratch}
+							err = v.message(e, d.plan)
+						case "memo=yes":
+							err = d.Validate(e)
+						default:
+							_, err = d.Protobuf(e)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						if i == len(encs)-1 {
+							d.EndValidation()
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(encs)), "ns/pod")
+			})
+		}
+	}
+}
+
+// listedAsCreated returns pods as a LIST returns them after the e2e benchmarks created them, 139 a
+// second in turn over their ReplicaSets: in the order of their names, which puts a ReplicaSet's
+// together, each created, and its status written, in the second of its place in the creation
+// order, so that about seven siblings share each managedFields time.
+func listedAsCreated(pods []*corev1.Pod) []*corev1.Pod {
+	const perSecond = 139
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		p = p.DeepCopy()
+		at := metav1.NewTime(p.CreationTimestamp.Add(time.Duration(i/perSecond-i) * time.Second))
+		p.CreationTimestamp = at
+		for j := range p.ManagedFields {
+			p.ManagedFields[j].Time = &at
+		}
+		out[i] = p
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

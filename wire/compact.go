@@ -206,12 +206,19 @@ func (c *Compact[PP]) setKind(r *Record, obj PP) {
 // error is the one decoding b would return. The record holds what a read
 // of it returns: without the managedFields or the annotations the
 // Decoder's options leave out of objects. b may be reused once it returns.
+// The check remembers the parts of b it found valid, for the next items of
+// the list, until EndList: a caller that lists calls it at the list's end.
 func (c *Compact[PP]) Protobuf(b []byte) (*Record, error) {
 	if err := c.dec.Validate(b); err != nil {
 		return nil, err
 	}
 	return c.valid(b, nil)
 }
+
+// EndList lets go of what Protobuf remembered of the items of a list (at
+// most about 320 KB; see Decoder.EndValidation). A later Protobuf works as
+// well, remembering anew.
+func (c *Compact[PP]) EndList() { c.dec.EndValidation() }
 
 // valid returns the record of b, a valid bare protobuf message of a T,
 // trimmed as Protobuf trims it, cut beside old if not nil.

@@ -72,7 +72,7 @@ type Decoder[PP any] struct {
 	plan  *plan
 	elem  reflect.Type // P
 	json  reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
-	mu    sync.Mutex   // guards strs, maps, bytes, times, jsonMaps and scratch
+	mu    sync.Mutex   // guards strs, maps, bytes, times, jsonMaps, scratch and memo
 	strs  *interner
 	maps  *mapTable
 	bytes *bytesTable // the FieldsV1 of managedFields, in protobuf and JSON
@@ -82,6 +82,7 @@ type Decoder[PP any] struct {
 	jsonMaps       *mapTable
 	jsonMapOffsets []uintptr
 	scratch        map[*op]*scratchValue // the values Validate unmarshals into (see validator)
+	memo           *validMemo            // what Validate found valid, until EndValidation (see validMemo)
 	// share is what the decoder shares, for its Sizer; nil without
 	// sharing. Its tables are the ones above.
 	share      *sharing

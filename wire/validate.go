@@ -15,7 +15,9 @@ import (
 //
 // A compact store (see Compact) keeps the bytes of a listed object without
 // decoding them; Validate is how it refuses, as a decoding informer does,
-// the bytes it could not decode later.
+// the bytes it could not decode later. Validate remembers the parts it
+// found valid, until EndValidation, so that the parts siblings share are
+// checked once (see validMemo).
 func (d *Decoder[PP]) Validate(b []byte) (err error) {
 	if d.plan == nil {
 		return d.noProtobuf()
@@ -26,8 +28,19 @@ func (d *Decoder[PP]) Validate(b []byte) (err error) {
 	if d.scratch == nil {
 		d.scratch = make(map[*op]*scratchValue)
 	}
-	v := validator{filter: d.opts.Annotations, scratch: d.scratch}
+	if d.memo == nil {
+		d.memo = newValidMemo()
+	}
+	v := validator{filter: d.opts.Annotations, scratch: d.scratch, memo: d.memo}
 	return v.message(b, d.plan)
+}
+
+// EndValidation lets go of what Validate remembers: the caller has
+// validated a list (see validMemo).
+func (d *Decoder[PP]) EndValidation() {
+	d.mu.Lock()
+	d.memo = nil
+	d.mu.Unlock()
 }
 
 // validator checks protobuf bytes against a plan as state decodes them.
@@ -39,6 +52,11 @@ type validator struct {
 	// scratch holds, per op of a type that decodes itself, a value of that
 	// type to unmarshal into; guarded by the Decoder's mu.
 	scratch map[*op]*scratchValue
+	// memo holds what was found valid before (see validMemo); guarded by
+	// the Decoder's mu. depth is that of the message being checked, fields
+	// the count of fields walked so far.
+	memo          *validMemo
+	depth, fields int
 }
 
 // scratchValue is a value Validate unmarshals into, kept between calls.
@@ -56,6 +74,7 @@ func (v *validator) message(b []byte, x *plan) error {
 		if err != nil {
 			return &DecodeError{Err: err}
 		}
+		v.fields++
 		o := x.lookup(num)
 		if o == nil {
 			if i, err = skip(b, next, typ); err != nil {
@@ -66,6 +85,42 @@ func (v *validator) message(b []byte, x *plan) error {
 		if i, err = v.field(b, next, typ, o); err != nil {
 			return fieldError(o, err)
 		}
+	}
+	return nil
+}
+
+// submessage checks val, a message under x nested in the one Validate
+// was given, or finds it in the memo.
+func (v *validator) submessage(val []byte, x *plan) error {
+	v.depth++
+	err := v.memoMessage(val, x)
+	v.depth--
+	return err
+}
+
+func (v *validator) memoMessage(val []byte, x *plan) error {
+	if v.memo == nil || v.depth != memoDepth || len(val) < memoMin {
+		return v.message(val, x)
+	}
+	c := v.memo.costOf(x)
+	var h uint64
+	if c.worthLooking() {
+		var ok bool
+		h, ok = v.memo.valid(val, x)
+		c.looked(ok)
+		if ok {
+			return nil
+		}
+	}
+	fields := v.fields
+	if err := v.message(val, x); err != nil {
+		return err
+	}
+	c.bytes += len(val)
+	c.fields += v.fields - fields
+	c.walks++
+	if h != 0 {
+		v.memo.remember(h, val, x)
 	}
 	return nil
 }
@@ -91,15 +146,9 @@ func (v *validator) value(b []byte, i, typ int, o *op) (int, error) {
 	val := b[start:end]
 	switch o.kind {
 	case opMessage, opPtrMessage:
-		err = v.message(val, o.plan)
-	case opUnmarshal:
-		if err = asUnmarshaler(o.tab, v.scratchFor(o, o.typ)).Unmarshal(val); err != nil {
-			err = malformed(err)
-		}
-	case opPtrUnmarshal:
-		if err = asUnmarshaler(o.tab, v.scratchFor(o, o.typ.Elem())).Unmarshal(val); err != nil {
-			err = malformed(err)
-		}
+		err = v.submessage(val, o.plan)
+	case opUnmarshal, opPtrUnmarshal:
+		err = v.unmarshal(val, o)
 	case opMap:
 		err = v.mapEntry(val, o)
 	default:
@@ -109,6 +158,29 @@ func (v *validator) value(b []byte, i, typ int, o *op) (int, error) {
 		return 0, err
 	}
 	return end, nil
+}
+
+// unmarshal checks val with o's type's own Unmarshal, or finds it in the
+// memo: a short value (a Quantity, a time) is met again and again.
+func (v *validator) unmarshal(val []byte, o *op) error {
+	var h uint64
+	if v.memo != nil && len(val) <= memoShort {
+		var ok bool
+		if h, ok = v.memo.validShort(val, o); ok {
+			return nil
+		}
+	}
+	t := o.typ
+	if o.kind == opPtrUnmarshal {
+		t = t.Elem()
+	}
+	if err := asUnmarshaler(o.tab, v.scratchFor(o, t)).Unmarshal(val); err != nil {
+		return malformed(err)
+	}
+	if h != 0 {
+		v.memo.rememberShort(h, val, o)
+	}
+	return nil
 }
 
 // scratchFor returns the value of type t that o's Unmarshal fills.
