@@ -37,7 +37,7 @@ type validMemo struct {
 	seed  maphash.Seed
 	seen  []uint64    // hashes of the messages met once, direct-mapped
 	slots []validSlot // messages found valid, direct-mapped
-	bytes int         // the bytes the slots hold
+	bytes int         // the bytes the slots' copies hold, as the allocator rounds them
 	short []shortSlot // short values found valid, direct-mapped
 	costs map[*plan]*planCost
 	hits  int // values found, for tests
@@ -162,12 +162,12 @@ func (m *validMemo) remember(h uint64, b []byte, x *plan) {
 		*seen = h
 		return
 	}
-	if m.bytes+len(b) > memoBudget {
+	if m.bytes+allocBytes(len(b)) > memoBudget {
 		clear(m.slots)
 		m.bytes = 0
 	}
 	s := &m.slots[h&(memoSlots-1)]
-	m.bytes += len(b) - len(s.b)
+	m.bytes += allocBytes(len(b)) - allocBytes(len(s.b))
 	*s = validSlot{h: h, plan: x, b: string(b)}
 }
 

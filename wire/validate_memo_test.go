@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -184,5 +185,45 @@ func TestValidateMemoPlanCost(t *testing.T) {
 	sparse := &planCost{bytes: 5000, fields: 6, walks: 1}
 	if sparse.worthLooking() {
 		t.Error("a plan of 5,000 bytes in 6 fields is looked up")
+	}
+}
+
+// The memo's copies stay within memoBudget, as the allocator rounds them,
+// however many messages come again.
+func TestValidateMemoBounded(t *testing.T) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 3000
+	if testing.Short() {
+		n = 1000
+	}
+	emptied, last := false, 0
+	for i := range n {
+		// A container of its own (--id=i), of about 1.5 KB, dense in
+		// fields, kept at its second check.
+		p := benchPod(i)
+		for j := range 60 {
+			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("VAR_%d", j), Value: "on"})
+		}
+		b := marshalPod(t, p)
+		for range 5 { // found at the third to fifth: the memo keeps looking its plan up
+			if err := d.Validate(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		held := 0
+		for _, s := range d.memo.slots {
+			held += allocBytes(len(s.b))
+		}
+		if held != d.memo.bytes || held > memoBudget {
+			t.Fatalf("after %d Pods: the slots hold %d bytes, the memo counts %d, its budget is %d", i+1, held, d.memo.bytes, memoBudget)
+		}
+		emptied = emptied || d.memo.bytes < last
+		last = d.memo.bytes
+	}
+	if !emptied {
+		t.Fatalf("the memo never reached its budget (%d bytes, %d finds): the case shows nothing", d.memo.bytes, d.memo.hits)
 	}
 }
