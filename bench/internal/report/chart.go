@@ -259,10 +259,21 @@ func pale(c color.RGBA) color.RGBA {
 // maxDecades is the most decades labelled on the ratio axis.
 const maxDecades = 7
 
+// maxTickDecades bounds the ratio axis's ticks: 1e-12× to 1e12×.
+const maxTickDecades = 12
+
 // ratioTicks labels a log10 axis with ratios: 0.1×, 0.2×, 0.5×, 1×, 2×, ...
 type ratioTicks struct{}
 
 func (ratioTicks) Ticks(min, max float64) []plot.Tick {
+	// An axis range that is not finite (a bound at log10(0), or a
+	// width with no room left for the bars) would make the loop below
+	// run without end, appending ticks: the axis is labelled within
+	// maxTickDecades of 1× instead.
+	if math.IsNaN(min) || math.IsNaN(max) {
+		return nil
+	}
+	min, max = math.Max(min, -maxTickDecades), math.Min(max, maxTickDecades)
 	var ticks []plot.Tick
 	for e := math.Floor(min) - 1; e <= math.Ceil(max)+1; e++ {
 		for _, m := range []float64{1, 2, 5} {

@@ -376,6 +376,19 @@ func TestRatioTicks(t *testing.T) {
 	if got := labels(-3.2, 1.2); got != "0.001× 0.01× 0.1× 1× 10×" {
 		t.Errorf("ticks(-3.2, 1.2) = %s", got)
 	}
+	// A range that is not finite ends (it ran without end, appending
+	// ticks, until the process held 24 GB), labelled within 1e±12.
+	for _, r := range [][2]float64{{math.Inf(-1), 0.5}, {-0.5, math.Inf(1)}, {math.Inf(-1), math.Inf(1)}, {math.NaN(), 1}} {
+		ticks := (ratioTicks{}).Ticks(r[0], r[1])
+		if len(ticks) > 2*maxTickDecades+1 {
+			t.Errorf("ticks(%v, %v): %d", r[0], r[1], len(ticks))
+		}
+		for _, tk := range ticks {
+			if math.IsInf(tk.Value, 0) || math.IsNaN(tk.Value) || math.Abs(tk.Value) > maxTickDecades {
+				t.Errorf("ticks(%v, %v) has a tick at %v", r[0], r[1], tk.Value)
+			}
+		}
+	}
 }
 
 // floorData has a workload with a transport floor (impl=floor) beside the
