@@ -35,7 +35,7 @@ import "hash/maphash"
 // for the informer's life.
 type validMemo struct {
 	seed  maphash.Seed
-	seen  []uint64    // hashes of the messages met once, direct-mapped
+	seen  []onceSet   // hashes of the messages met once, four to a set
 	slots []validSlot // messages found valid, direct-mapped
 	bytes int         // the bytes the slots' copies hold, as the allocator rounds them
 	short []shortSlot // short values found valid, direct-mapped
@@ -128,6 +128,9 @@ const (
 	memoMax    = 16 << 10
 	memoBudget = 256 << 10
 	memoSlots  = 1 << 10
+	// memoSeenSets is the size of the table of messages met once, in
+	// sets of four hashes: as many hashes as slots.
+	memoSeenSets = memoSlots / 4
 	// memoShort is the longest value of a type that unmarshals itself
 	// that it keeps, in shortSlots slots.
 	memoShort  = 24
@@ -135,7 +138,7 @@ const (
 )
 
 func newValidMemo() *validMemo {
-	return &validMemo{seed: maphash.MakeSeed(), seen: make([]uint64, memoSlots), slots: make([]validSlot, memoSlots),
+	return &validMemo{seed: maphash.MakeSeed(), seen: make([]onceSet, memoSeenSets), slots: make([]validSlot, memoSlots),
 		short: make([]shortSlot, shortSlots), costs: make(map[*plan]*planCost)}
 }
 
@@ -157,9 +160,7 @@ func (m *validMemo) remember(h uint64, b []byte, x *plan) {
 	if len(b) > memoMax {
 		return
 	}
-	seen := &m.seen[h>>32&(memoSlots-1)]
-	if *seen != h {
-		*seen = h
+	if !m.seen[h>>32&(memoSeenSets-1)].seenBefore(h) {
 		return
 	}
 	if m.bytes+allocBytes(len(b)) > memoBudget {
