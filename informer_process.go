@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -42,11 +43,18 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 		clear(batch)
 		clear(notes)
 		notes = notes[:0]
+		if cap(notes) > keptNotes {
+			notes = nil // a relist's: not held for the life of the informer
+		}
 		if q.processed(len(batch)) {
 			s.markSynced()
 		}
 	}
 }
+
+// keptNotes is the capacity of notifications the processing goroutine
+// keeps between batches; a relist's, one for each object, is let go.
+const keptNotes = maxBatch
 
 // directApplier returns the function with which the event queue applies a
 // change in the reflector's goroutine while the processing goroutine waits
@@ -205,6 +213,7 @@ func (s *SharedIndexInformer[T]) replaceNotes(list []T, keys []string, enc *enco
 		}
 	}
 	cached := s.indexer.Len() > 0
+	notes = slices.Grow(notes, len(keys))
 	if cached {
 		listed := make(map[string]struct{}, len(keys))
 		for _, key := range keys {

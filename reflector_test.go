@@ -455,48 +455,52 @@ func TestReflectorClockOption(t *testing.T) {
 // ErrNoInitialEventsEnd, and in Auto mode the Reflector lists, syncs, and
 // never asks for a stream again. Before, it waited silently for ever.
 func TestWatchListWithoutEndBookmark(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var streams, lists int
-		lw := funcLW{
-			ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
-				lists++
-				return &ListPage[*corev1.Pod]{Items: []*corev1.Pod{testobj.Pod("ns", "a", "1")}, ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
-			},
-			WatchFunc: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
-					streams++
+	for _, pull := range []bool{false, true} {
+		t.Run(pullName(pull), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var streams, lists int
+				lw := funcLW{
+					ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+						lists++
+						return &ListPage[*corev1.Pod]{Items: []*corev1.Pod{testobj.Pod("ns", "a", "1")}, ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+					},
+					WatchFunc: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+						if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+							streams++
+						}
+						w := watch.NewFakeWithChanSize(1, false)
+						w.Add(testobj.Pod("ns", "a", "1")) // one initial event, then silence
+						return pulledIf(pull, w), nil
+					},
 				}
-				w := watch.NewFakeWithChanSize(1, false)
-				w.Add(testobj.Pod("ns", "a", "1")) // one initial event, then silence
-				return w, nil
-			},
-		}
-		var reported []error
-		store := podStore()
-		r, err := NewReflector(lw, store, ReflectorOptions{
-			WatchErrorHandler: func(_ context.Context, err error) { reported = append(reported, err) },
+				var reported []error
+				store := podStore()
+				r, err := NewReflector(lw, store, ReflectorOptions{
+					WatchErrorHandler: func(_ context.Context, err error) { reported = append(reported, err) },
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error)
+				go func() { done <- r.Run(ctx) }()
+				time.Sleep(2*defaultInitialEventsTimeout + time.Second)
+				synctest.Wait()
+				if lists != 1 || store.Len() != 1 {
+					t.Errorf("%d lists, %d objects stored; want the fallback list of 1 object", lists, store.Len())
+				}
+				if len(reported) == 0 || !errors.Is(reported[0], ErrNoInitialEventsEnd) || !errors.Is(reported[0], ErrWatchListFallback) {
+					t.Errorf("reported %v; want ErrNoInitialEventsEnd with ErrWatchListFallback", reported)
+				}
+				time.Sleep(time.Hour) // many more watch rounds
+				cancel()
+				<-done
+				if streams != 1 {
+					t.Errorf("%d watch-list requests; want 1, then lists and watches only", streams)
+				}
+			})
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
-		time.Sleep(2*defaultInitialEventsTimeout + time.Second)
-		synctest.Wait()
-		if lists != 1 || store.Len() != 1 {
-			t.Errorf("%d lists, %d objects stored; want the fallback list of 1 object", lists, store.Len())
-		}
-		if len(reported) == 0 || !errors.Is(reported[0], ErrNoInitialEventsEnd) || !errors.Is(reported[0], ErrWatchListFallback) {
-			t.Errorf("reported %v; want ErrNoInitialEventsEnd with ErrWatchListFallback", reported)
-		}
-		time.Sleep(time.Hour) // many more watch rounds
-		cancel()
-		<-done
-		if streams != 1 {
-			t.Errorf("%d watch-list requests; want 1, then lists and watches only", streams)
-		}
-	})
+	}
 }
 
 // stopRecorder is a watch.Interface that counts Stop calls.
@@ -507,35 +511,63 @@ type stopRecorder struct {
 
 func (w stopRecorder) Stop() { *w.stops++; w.FakeWatcher.Stop() }
 
+// pulled is a watch the Reflector reads through NextEvent, as it reads
+// package wire's streams: w's events, received from w's channel in the
+// reader's goroutine, which Stop closes.
+type pulled struct{ watch.Interface }
+
+func (p pulled) NextEvent() (watch.Event, bool) {
+	ev, ok := <-p.Interface.ResultChan()
+	return ev, ok
+}
+
+func (p pulled) ResultChan() <-chan watch.Event {
+	panic("a pulled watch is not read through its channel")
+}
+
+// pulledIf is w, read through NextEvent if pull.
+func pulledIf(pull bool, w watch.Interface) watch.Interface {
+	if pull {
+		return pulled{w}
+	}
+	return w
+}
+
+func pullName(pull bool) string { return map[bool]string{false: "channel", true: "pull"}[pull] }
+
 // TestWatchListStreamStoppedWhenRunEnds: a watch-list stream whose initial
 // state completes as Run's context ends is stopped, not leaked (with a real
 // client, its goroutine and HTTP stream stayed open for ever).
 func TestWatchListStreamStoppedWhenRunEnds(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		stops := 0
-		lw := funcLW{WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			w := watch.NewFakeWithChanSize(2, false)
-			w.Add(testobj.Pod("ns", "a", "1"))
-			end := testobj.Pod("", "", "2")
-			end.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
-			w.Action(watch.Bookmark, end)
-			return stopRecorder{w, &stops}, nil
-		}}
-		// The store's Replace ends the context: the state is complete just
-		// as Run is told to stop.
-		store := &cancelOnReplace{Store: podStore(), cancel: cancel}
-		r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOn})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Run(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if stops == 0 {
-			t.Error("the watch-list stream was not stopped when Run returned")
-		}
-	})
+	for _, pull := range []bool{false, true} {
+		t.Run(pullName(pull), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				stops := 0
+				lw := funcLW{WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+					w := watch.NewFakeWithChanSize(2, false)
+					w.Add(testobj.Pod("ns", "a", "1"))
+					end := testobj.Pod("", "", "2")
+					end.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+					w.Action(watch.Bookmark, end)
+					return pulledIf(pull, stopRecorder{w, &stops}), nil
+				}}
+				// The store's Replace ends the context: the state is complete just
+				// as Run is told to stop.
+				store := &cancelOnReplace{Store: podStore(), cancel: cancel}
+				r, err := NewReflector(lw, store, ReflectorOptions{WatchList: WatchListOn})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.Run(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if stops == 0 {
+					t.Error("the watch-list stream was not stopped when Run returned")
+				}
+			})
+		})
+	}
 }
 
 type cancelOnReplace struct {
@@ -604,60 +636,64 @@ func TestReflectorRelistOnRequest(t *testing.T) {
 // InitialEventsTimeout of its first change; before, the Reflector waited
 // for silence for ever.
 func TestWatchListBusySourceWithoutEndBookmark(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var lists atomic.Int32
-		ctx, cancel := context.WithCancel(t.Context())
-		var feeders sync.WaitGroup
-		lw := funcLW{
-			ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
-				lists.Add(1)
-				return &ListPage[*corev1.Pod]{Items: []*corev1.Pod{testobj.Pod("ns", "a", "1")}, ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
-			},
-			WatchFunc: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				w := watch.NewRaceFreeFake() // drops what comes once stopped
-				if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
-					return w, nil
+	for _, pull := range []bool{false, true} {
+		t.Run(pullName(pull), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var lists atomic.Int32
+				ctx, cancel := context.WithCancel(t.Context())
+				var feeders sync.WaitGroup
+				lw := funcLW{
+					ListFunc: func(context.Context, metav1.ListOptions) (*ListPage[*corev1.Pod], error) {
+						lists.Add(1)
+						return &ListPage[*corev1.Pod]{Items: []*corev1.Pod{testobj.Pod("ns", "a", "1")}, ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+					},
+					WatchFunc: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+						w := watch.NewRaceFreeFake() // drops what comes once stopped
+						if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
+							return w, nil
+						}
+						feeders.Go(func() {
+							w.Add(testobj.Pod("ns", "a", "1"))
+							for i := 2; ; i++ {
+								select {
+								case <-ctx.Done():
+									return
+								case <-time.After(100 * time.Millisecond):
+								}
+								if w.IsStopped() {
+									return
+								}
+								w.Modify(testobj.Pod("ns", "a", fmt.Sprint(i)))
+							}
+						})
+						return pulledIf(pull, w), nil
+					},
 				}
-				feeders.Go(func() {
-					w.Add(testobj.Pod("ns", "a", "1"))
-					for i := 2; ; i++ {
-						select {
-						case <-ctx.Done():
-							return
-						case <-time.After(100 * time.Millisecond):
-						}
-						if w.IsStopped() {
-							return
-						}
-						w.Modify(testobj.Pod("ns", "a", fmt.Sprint(i)))
-					}
+				var reported []error
+				var mu sync.Mutex
+				r, err := NewReflector(lw, podStore(), ReflectorOptions{
+					WatchErrorHandler: func(_ context.Context, err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() },
 				})
-				return w, nil
-			},
-		}
-		var reported []error
-		var mu sync.Mutex
-		r, err := NewReflector(lw, podStore(), ReflectorOptions{
-			WatchErrorHandler: func(_ context.Context, err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() },
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error)
+				go func() { done <- r.Run(ctx) }()
+				time.Sleep(2*defaultInitialEventsTimeout + time.Second)
+				if lists.Load() != 1 {
+					t.Errorf("%d lists after 2 timeouts of a busy stream; want the fallback list", lists.Load())
+				}
+				mu.Lock()
+				if len(reported) == 0 || !errors.Is(reported[0], ErrNoInitialEventsEnd) {
+					t.Errorf("reported %v; want ErrNoInitialEventsEnd", reported)
+				}
+				mu.Unlock()
+				cancel()
+				<-done
+				feeders.Wait()
+			})
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
-		time.Sleep(2*defaultInitialEventsTimeout + time.Second)
-		if lists.Load() != 1 {
-			t.Errorf("%d lists after 2 timeouts of a busy stream; want the fallback list", lists.Load())
-		}
-		mu.Lock()
-		if len(reported) == 0 || !errors.Is(reported[0], ErrNoInitialEventsEnd) {
-			t.Errorf("reported %v; want ErrNoInitialEventsEnd", reported)
-		}
-		mu.Unlock()
-		cancel()
-		<-done
-		feeders.Wait()
-	})
+	}
 }
 
 // pullWatch is a watch the Reflector reads through NextEvent: its events,

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,93 +110,189 @@ func replaceAfterInitialEvents(w watch.Interface) bool {
 // initial-events-end bookmark, and returns the objects in the order they
 // first came, the resource version reached, and whether the bookmark came.
 // It returns complete false, with no error, when the stream closed before
-// the bookmark after at least one event or a second.
+// the bookmark after at least one event or a second. A stream that is an
+// eventPuller is read in this goroutine (see collector.pulled).
 func (r *Reflector[T]) collect(ctx context.Context, w watch.Interface, start time.Time) (items []T, rv string, complete bool, err error) {
-	var got collection[T]
+	c := collector[T]{r: r, start: start}
+	if p, ok := w.(eventPuller); ok {
+		return c.pulled(ctx, w, p)
+	}
 	ch := w.ResultChan()
 	idle := r.clock.NewTimer(r.initialEventsTimeout)
 	defer idle.Stop()
-	received, receivedAtTick := 0, -1
-	applied := 0
-	pastAdded := false
-	// changed is set by a MODIFIED or DELETED event, which a source that
-	// streams initial events sends only after their end; changedAtTick
-	// keeps it from the last tick. A busy source that ignores
-	// sendInitialEvents never goes silent, but sends changes.
-	changed, changedAtTick := false, false
+	prog := progress{received: -1}
 	for {
-		var ev watch.Event
-		var ok bool
 		select {
 		case <-ctx.Done():
 			return nil, "", false, ctx.Err()
 		case <-idle.C():
-			switch {
-			case received == receivedAtTick:
-				// A whole period without an event, and no end of the
-				// initial events: a source that ignores sendInitialEvents.
-				return nil, "", false, fmt.Errorf("%w: the watch-list stream of %s sent no event for %v, after %d events",
-					ErrNoInitialEventsEnd, r.typeName, r.initialEventsTimeout, received)
-			case changedAtTick:
-				// Changes for a whole period, and still no end of the
-				// initial events: a busy source that ignores them.
-				return nil, "", false, fmt.Errorf("%w: the watch-list stream of %s sent changes for %v before the end of its initial events, after %d events",
-					ErrNoInitialEventsEnd, r.typeName, r.initialEventsTimeout, received)
+			if err := prog.tick(c.received.Load(), c.changed.Load(), r.typeName, r.initialEventsTimeout); err != nil {
+				return nil, "", false, err
 			}
-			receivedAtTick, changedAtTick = received, changed
 			idle.Reset(r.initialEventsTimeout)
-			continue
-		case ev, ok = <-ch:
-			received++
-		}
-		if !ok {
-			if d := r.clock.Since(start); d < veryShortWatch && applied == 0 {
-				return nil, "", false, fmt.Errorf("%w: the watch-list stream of %s closed after %v with no event", ErrVeryShortWatch, r.typeName, d)
+		case ev, ok := <-ch:
+			c.received.Add(1)
+			if done, err := c.event(ctx, ev, ok); done || err != nil {
+				return c.result(err)
 			}
-			return nil, "", false, nil
-		}
-		if ev.Type == watch.Error {
-			return nil, "", false, errorEventError(ev)
-		}
-		obj, ok := ev.Object.(T)
-		if !ok || isNil(obj) {
-			r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnexpectedObject})
-			continue
-		}
-		objRV := obj.GetResourceVersion()
-		switch ev.Type {
-		case watch.Added, watch.Modified, watch.Deleted:
-			if ev.Type != watch.Added {
-				pastAdded, changed = true, true
-			}
-			if err := got.apply(ev.Type, obj); err != nil {
-				r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: err})
-			}
-		case watch.Bookmark:
-			if objRV == "" {
-				r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrNoResourceVersion})
-				continue
-			}
-			pastAdded = true
-			complete = obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
-		default:
-			r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnknownEventType})
-			continue
-		}
-		applied++
-		if pastAdded && objRV != "" {
-			rv = objRV
-		}
-		if complete {
-			return got.list(), rv, true, nil
 		}
 	}
 }
 
+// collector is what collect keeps while it gathers a stream's initial
+// events.
+type collector[T Object] struct {
+	r         *Reflector[T]
+	start     time.Time
+	got       collection[T]
+	rv        string
+	complete  bool
+	applied   int
+	pastAdded bool
+	// received counts the events (the end of the stream included);
+	// changed is set by a MODIFIED or DELETED event, which a source that
+	// streams initial events sends only after their end. Both are read
+	// at each tick of the idle timer, in another goroutine when pulled.
+	received atomic.Int64
+	changed  atomic.Bool
+	ended    bool // the stream ended before the bookmark
+}
+
+// event takes one event, or the end of the stream (ok false), and returns
+// done once nothing more is to be collected: the initial events ended, or
+// the stream did; err ends the collecting.
+func (c *collector[T]) event(ctx context.Context, ev watch.Event, ok bool) (done bool, err error) {
+	r := c.r
+	if !ok {
+		if d := r.clock.Since(c.start); d < veryShortWatch && c.applied == 0 {
+			return true, fmt.Errorf("%w: the watch-list stream of %s closed after %v with no event", ErrVeryShortWatch, r.typeName, d)
+		}
+		c.ended = true
+		return true, nil
+	}
+	if ev.Type == watch.Error {
+		return true, errorEventError(ev)
+	}
+	obj, ok := ev.Object.(T)
+	if !ok || isNil(obj) {
+		r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnexpectedObject})
+		return false, nil
+	}
+	objRV := obj.GetResourceVersion()
+	switch ev.Type {
+	case watch.Added, watch.Modified, watch.Deleted:
+		if ev.Type != watch.Added {
+			c.pastAdded = true
+			c.changed.Store(true)
+		}
+		if err := c.got.apply(ev.Type, obj); err != nil {
+			r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: err})
+		}
+	case watch.Bookmark:
+		if objRV == "" {
+			r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrNoResourceVersion})
+			return false, nil
+		}
+		c.pastAdded = true
+		c.complete = obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
+	default:
+		r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnknownEventType})
+		return false, nil
+	}
+	c.applied++
+	if c.pastAdded && objRV != "" {
+		c.rv = objRV
+	}
+	return c.complete, nil
+}
+
+// result is collect's return once event said done, or failed with err.
+func (c *collector[T]) result(err error) (items []T, rv string, complete bool, _ error) {
+	if err != nil || c.ended {
+		return nil, "", false, err
+	}
+	return c.got.list(), c.rv, true, nil
+}
+
+// pulled is collect for a stream read in this goroutine, with no goroutine
+// and channel between the stream and the collection. A read blocks, so
+// what would end the wait stops the stream instead: ctx ending, and the
+// idle timer, whose ticks a goroutine of its own checks until the
+// collecting ends.
+func (c *collector[T]) pulled(ctx context.Context, w watch.Interface, p eventPuller) (items []T, rv string, complete bool, err error) {
+	r := c.r
+	stopOnCancel := context.AfterFunc(ctx, w.Stop)
+	defer stopOnCancel()
+	var idleErr atomic.Pointer[error]
+	collecting := make(chan struct{})
+	var watchdog sync.WaitGroup
+	defer watchdog.Wait()
+	defer close(collecting)
+	idle := r.clock.NewTimer(r.initialEventsTimeout)
+	watchdog.Go(func() {
+		defer idle.Stop()
+		prog := progress{received: -1}
+		for {
+			select {
+			case <-collecting:
+				return
+			case <-idle.C():
+				if err := prog.tick(c.received.Load(), c.changed.Load(), r.typeName, r.initialEventsTimeout); err != nil {
+					idleErr.Store(&err)
+					w.Stop()
+					return
+				}
+				idle.Reset(r.initialEventsTimeout)
+			}
+		}
+	})
+	for {
+		ev, ok := p.NextEvent()
+		c.received.Add(1)
+		if err := ctx.Err(); err != nil {
+			return nil, "", false, err
+		}
+		if err := idleErr.Load(); err != nil {
+			return nil, "", false, *err
+		}
+		if done, err := c.event(ctx, ev, ok); done || err != nil {
+			return c.result(err)
+		}
+	}
+}
+
+// progress is what the idle timer's last tick saw of a watch-list stream.
+type progress struct {
+	received int64 // events received by then, -1 before the first tick
+	changed  bool  // whether a change had come by then
+}
+
+// tick checks a stream's progress since the last tick, received events
+// and changed having come in all: an error if no event came for a whole
+// period (a source that ignores sendInitialEvents), or if changes came for
+// a whole period without the initial events ending (a busy source that
+// ignores them).
+func (p *progress) tick(received int64, changed bool, typeName string, period time.Duration) error {
+	switch {
+	case received == p.received:
+		return fmt.Errorf("%w: the watch-list stream of %s sent no event for %v, after %d events",
+			ErrNoInitialEventsEnd, typeName, period, received)
+	case p.changed:
+		return fmt.Errorf("%w: the watch-list stream of %s sent changes for %v before the end of its initial events, after %d events",
+			ErrNoInitialEventsEnd, typeName, period, received)
+	}
+	p.received, p.changed = received, changed
+	return nil
+}
+
 // collection holds the objects of a watch-list stream by key, in the order
-// their keys first came.
+// their keys first came. An API server sends a stream's initial objects each
+// once and in the order of their keys (its watch cache lists them so): while
+// they come so, each is compared with the one before it alone, and the index
+// of positions by key is made at the first event out of that order (an
+// object whose key is not above the last one's, or a change).
 type collection[T Object] struct {
-	index map[string]int // key -> position in items
+	index map[string]int // key -> position in items, once out of order
 	items []T            // the zero T where an object was deleted
 	holes int            // deleted positions in items
 }
@@ -203,13 +302,21 @@ type collection[T Object] struct {
 var errNoKey = errors.New("informer: cannot key a streamed object")
 
 func (c *collection[T]) apply(t watch.EventType, obj T) error {
-	key, err := MetaNamespaceKeyFunc(obj)
-	if err != nil {
+	if err := checkMetaKey(obj); err != nil {
 		return fmt.Errorf("%w: %w", errNoKey, err)
 	}
 	if c.index == nil {
-		c.index = make(map[string]int)
+		if n := len(c.items); t == watch.Added && (n == 0 || compareKeys(c.items[n-1], obj) < 0) {
+			c.items = append(c.items, obj)
+			return nil
+		}
+		c.index = make(map[string]int, len(c.items))
+		for i, o := range c.items {
+			k, _ := MetaNamespaceKeyFunc(o)
+			c.index[k] = i
+		}
 	}
+	key, _ := MetaNamespaceKeyFunc(obj)
 	i, ok := c.index[key]
 	switch {
 	case t == watch.Deleted && ok:
@@ -225,6 +332,51 @@ func (c *collection[T]) apply(t watch.EventType, obj T) error {
 		c.items = append(c.items, obj)
 	}
 	return nil
+}
+
+// compareKeys compares the keys MetaNamespaceKeyFunc makes of a and b, as
+// strings, without making them.
+func compareKeys[T Object](a, b T) int {
+	ans, bns := a.GetNamespace(), b.GetNamespace()
+	if ans == bns {
+		return strings.Compare(a.GetName(), b.GetName())
+	}
+	x := [3]string{ans, "/", a.GetName()}
+	y := [3]string{bns, "/", b.GetName()}
+	xs, ys := x[:], y[:]
+	if ans == "" {
+		xs = x[2:]
+	}
+	if bns == "" {
+		ys = y[2:]
+	}
+	return compareJoined(xs, ys)
+}
+
+// compareJoined compares strings.Join(a, "") with strings.Join(b, "").
+func compareJoined(a, b []string) int {
+	var x, y string
+	for {
+		for x == "" && len(a) > 0 {
+			x, a = a[0], a[1:]
+		}
+		for y == "" && len(b) > 0 {
+			y, b = b[0], b[1:]
+		}
+		switch {
+		case x == "" && y == "":
+			return 0
+		case x == "":
+			return -1
+		case y == "":
+			return 1
+		}
+		n := min(len(x), len(y))
+		if c := strings.Compare(x[:n], y[:n]); c != 0 {
+			return c
+		}
+		x, y = x[n:], y[n:]
+	}
 }
 
 // list returns the objects held, in order.
