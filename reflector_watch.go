@@ -257,9 +257,8 @@ func (r *Reflector[T]) applyEvent(ctx context.Context, ev watch.Event, st *watch
 		st.stopReason = errorEventError(ev)
 		return true, nil
 	}
-	obj, ok := ev.Object.(T)
-	if !ok || isNil(obj) {
-		r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnexpectedObject})
+	obj, ok := r.eventObject(ctx, ev)
+	if !ok {
 		return false, nil
 	}
 	objRV := obj.GetResourceVersion()
@@ -305,6 +304,17 @@ func (r *Reflector[T]) applyEvent(ctx context.Context, ev watch.Event, st *watch
 		st.rv, st.unsaved = objRV, true
 	}
 	return false, nil
+}
+
+// eventObject returns the object of ev, an event of an object, as a T; an
+// object that is not one, or is nil, is reported and skipped.
+func (r *Reflector[T]) eventObject(ctx context.Context, ev watch.Event) (T, bool) {
+	obj, ok := ev.Object.(T)
+	if !ok || isNil(obj) {
+		r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnexpectedObject})
+		return obj, false
+	}
+	return obj, true
 }
 
 // watchEnded returns how a watch that closed, or sent an ERROR event,

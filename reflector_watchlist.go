@@ -173,9 +173,8 @@ func (c *collector[T]) event(ctx context.Context, ev watch.Event, ok bool) (done
 	if ev.Type == watch.Error {
 		return true, errorEventError(ev)
 	}
-	obj, ok := ev.Object.(T)
-	if !ok || isNil(obj) {
-		r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnexpectedObject})
+	obj, ok := r.eventObject(ctx, ev)
+	if !ok {
 		return false, nil
 	}
 	objRV := obj.GetResourceVersion()
