@@ -41,11 +41,7 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 			s.opts.Metrics.ObserveProcessing(len(batch), s.clock.Since(start))
 		}
 		clear(batch)
-		clear(notes)
-		notes = notes[:0]
-		if cap(notes) > keptNotes {
-			notes = nil // a relist's: not held for the life of the informer
-		}
+		notes = reuseNotes(notes)
 		if q.processed(len(batch)) {
 			s.markSynced()
 		}
@@ -53,8 +49,20 @@ func (s *SharedIndexInformer[T]) processEvents(ctx context.Context, q *eventQueu
 }
 
 // keptNotes is the capacity of notifications the processing goroutine
-// keeps between batches; a relist's, one for each object, is let go.
-const keptNotes = maxBatch
+// keeps between batches: what a full batch's grows to (append grows past
+// maxBatch on the way to it), so that it is not made again for each batch;
+// a relist's or a resync's, one for each object, is let go.
+const keptNotes = 2 * maxBatch
+
+// reuseNotes returns notes emptied for the next batch, or nil if it has
+// grown past keptNotes: a relist's are not held for the informer's life.
+func reuseNotes[T Object](notes []notification[T]) []notification[T] {
+	clear(notes)
+	if cap(notes) > keptNotes {
+		return nil
+	}
+	return notes[:0]
+}
 
 // directApplier returns the function with which the event queue applies a
 // change in the reflector's goroutine while the processing goroutine waits
