@@ -257,8 +257,11 @@ func (r *Reflector[T]) applyEvent(ctx context.Context, ev watch.Event, st *watch
 		st.stopReason = errorEventError(ev)
 		return true, nil
 	}
-	obj, ok := r.eventObject(ctx, ev)
-	if !ok {
+	// The check eventObject makes, written out: this is the watch's hot
+	// path, and a generic method is not inlined.
+	obj, ok := ev.Object.(T)
+	if !ok || isNil(obj) {
+		r.report(ctx, &EventError{Type: ev.Type, Object: ev.Object, Err: ErrUnexpectedObject})
 		return false, nil
 	}
 	objRV := obj.GetResourceVersion()
