@@ -47,6 +47,8 @@ type state struct {
 	// made over that memory rather than copied (see aliases).
 	alias *aliases
 	share *sharing // told of the maps handed to a second object; nil: none
+	// msgs shares pointed-at messages (see share_msg.go); nil: none.
+	msgs *msgTable
 }
 
 // message decodes the protobuf message b into the struct at base.
@@ -173,6 +175,17 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 				*(*unsafe.Pointer)(ptr) = p
 			}
 		}
+		if s.msgs != nil && o.copyOnMerge {
+			if p != nil { // the field again, or a merge: never into a shared value
+				p = mergeCopy(p, o)
+				*(*unsafe.Pointer)(ptr) = p
+			} else if o.msgShare && len(v) <= msgMaxLen {
+				var done bool
+				if done, err = s.sharedMessage(v, ptr, o); done {
+					break
+				}
+			}
+		}
 		if p == nil {
 			p = unsafe_New(o.elemType)
 			*(*unsafe.Pointer)(ptr) = p
@@ -186,12 +199,19 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 			err = malformed(err)
 		} else if o.quantity {
 			cacheString((*resource.Quantity)(ptr))
+			s.notShared = s.notShared || quantityHoldsDecAt(ptr)
 		}
 	case opPtrUnmarshal:
 		if o.ptrShare == shareTime && s.times != nil {
 			return end, s.sharedTime(v, ptr)
 		}
 		p := *(*unsafe.Pointer)(ptr)
+		if p != nil && s.msgs != nil { // it may be a shared message's: decoded into a copy
+			c := unsafe_New(o.elemType)
+			reflect.NewAt(o.typ.Elem(), c).Elem().Set(reflect.NewAt(o.typ.Elem(), p).Elem())
+			p = c
+			*(*unsafe.Pointer)(ptr) = p
+		}
 		if p == nil {
 			p = unsafe_New(o.elemType)
 			*(*unsafe.Pointer)(ptr) = p
@@ -200,6 +220,7 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 			err = malformed(err)
 		} else if o.quantity {
 			cacheString((*resource.Quantity)(p))
+			s.notShared = s.notShared || quantityHoldsDecAt(p)
 		}
 	case opMap:
 		err = s.mapEntry(v, ptr, o)

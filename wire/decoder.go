@@ -72,11 +72,12 @@ type Decoder[PP any] struct {
 	plan  *plan
 	elem  reflect.Type // P
 	json  reflect.Type // the shadow of P with T's JSON names; nil when P's own names are right
-	mu    sync.Mutex   // guards strs, maps, bytes, times, jsonMaps, scratch and memo
+	mu    sync.Mutex   // guards strs, maps, bytes, times, msgs, jsonMaps, scratch and memo
 	strs  *interner
 	maps  *mapTable
 	bytes *bytesTable // the FieldsV1 of managedFields, in protobuf and JSON
 	times *timeTable  // the times of managedFields (see share_ptr.go)
+	msgs  *msgTable   // pointed-at messages (see share_msg.go)
 	// jsonMaps shares the labels and annotations of JSON-decoded objects,
 	// at jsonMapOffsets in P: a table of its own, keyed otherwise.
 	jsonMaps       *mapTable
@@ -181,11 +182,12 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 			d.maps = newMapTable()
 			d.bytes = newBytesTable()
 			d.times = new(timeTable)
+			d.msgs = newMsgTable()
 			d.jsonMaps = newMapTable()
 			d.jsonMaps.json = true
 			d.jsonMapOffsets = jsonMapFields(p)
 		}
-		d.share = &sharing{mu: &d.mu, strs: d.strs, bytes: d.bytes, times: d.times}
+		d.share = &sharing{mu: &d.mu, strs: d.strs, bytes: d.bytes, times: d.times, msgs: d.msgs}
 		if d.maps != nil {
 			d.share.maps = new([sharedMapSlots]sharedMapRef)
 			d.share.tables = []*mapTable{d.maps, d.jsonMaps}

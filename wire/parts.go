@@ -303,6 +303,9 @@ func (d *Decoder[PP]) decodeAround(b []byte, p unsafe.Pointer, a *aliases, own b
 	s := state{strs: d.strs, filter: d.opts.Annotations, alias: a}
 	if !own { // see record
 		s.maps, s.bytes, s.times, s.share = d.maps, d.bytes, d.times, d.share
+		if a == nil { // a record's values alias its memory: not shared
+			s.msgs = d.msgs
+		}
 	}
 	from := 0
 	if reused != nil {

@@ -54,6 +54,12 @@ type op struct {
 	// String, which its encoder calls, caches the string it makes in the
 	// value: the decoder caches it first (see cacheString).
 	quantity bool
+	// copyOnMerge: opPtrMessage: with messages shared, a value already
+	// there is copied before a merge into it (see mergeCopy); msgShare:
+	// the pointed-at messages are shared, checked through mtab, the
+	// interface table of the type as a sizedMarshaler (see share_msg.go).
+	copyOnMerge, msgShare bool
+	mtab                  unsafe.Pointer
 }
 
 // plan decodes a message into a struct type.

@@ -215,6 +215,9 @@ func (s *Sizer[T]) walk(x *sizeType, p unsafe.Pointer) int {
 		if x.ptrShare != shareNone && s.shares != nil && s.shares.holdsPtr(x.ptrShare, q) {
 			return 0 // counted once, by SharedBytes
 		}
+		if x.elem.kind == reflect.Struct && s.shares != nil && s.shares.msgs.holds(q) {
+			return 0 // a shared message: counted once, by SharedBytes
+		}
 		return allocBytes(int(x.elem.size)) + s.walk(x.elem, q)
 	case reflect.Slice:
 		h := (*sliceHeader)(p)
@@ -386,6 +389,7 @@ type sharing struct {
 	strs  *interner
 	bytes *bytesTable
 	times *timeTable
+	msgs  *msgTable
 	// tables are the decoder's map tables, whose sets and keys
 	// SharedBytes counts; the maps in them are counted by the objects
 	// that hold them, or in maps.
@@ -523,6 +527,21 @@ func (sh *sharing) heldBytes() int {
 	if sh.times != nil {
 		n += sh.times.heldBytes()
 	}
+	if t := sh.msgs; t != nil {
+		n += allocBytes(int(unsafe.Sizeof(*t))) + allocBytes(cap(t.buf))
+		sz := Sizer[byte]{shares: sh}
+		for i := range t.sets {
+			for _, sl := range t.sets[i] {
+				n += allocBytes(cap(sl.b))
+			}
+		}
+		for _, m := range t.shared { // others are counted by the object that holds them
+			if m.p != nil {
+				x := sizePlanOf(m.o.typ.Elem())
+				n += allocBytes(int(x.size)) + sz.walk(x, m.p)
+			}
+		}
+	}
 	return n
 }
 
@@ -563,6 +582,9 @@ func (d *Decoder[PP]) SharedMapsWritten() uint64 {
 		if t != nil {
 			n += t.written
 		}
+	}
+	if d.msgs != nil {
+		n += d.msgs.written
 	}
 	return n
 }

@@ -92,4 +92,5 @@ func finish(x *plan) {
 		}
 	}
 	walkPlan(x)
+	markMessageSharing(x)
 }

@@ -1,0 +1,216 @@
+package wire
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/typedkube/informer/internal/testobj"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// decodePods decodes pods with d and checks each against the generated
+// decoder's.
+func decodePods(t *testing.T, d *Decoder[*corev1.Pod], pods ...*corev1.Pod) []*corev1.Pod {
+	t.Helper()
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		b := marshalPod(t, p)
+		got, err := d.Protobuf(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(upstreamPod(t, b), got); diff != "" {
+			t.Fatalf("pod %d differs from the generated decoder's (-want +got):\n%s", i, diff)
+		}
+		out[i] = got
+	}
+	return out
+}
+
+func newPodDecoder(t *testing.T, opts Options) *Decoder[*corev1.Pod] {
+	t.Helper()
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// The Pods of one ReplicaSet share their pointed-at messages (a
+// container's probe and security context, a volume's source) from the
+// second time their bytes come: the first Pod has its own, the second
+// makes the values the others get. Without map sharing, none are shared.
+func TestMessageSharing(t *testing.T) {
+	pods := testobj.RealisticPods("shop", 5, 1)
+	objs := decodePods(t, newPodDecoder(t, Options{}), pods...)
+	shared := func(p *corev1.Pod) []any {
+		c := p.Spec.Containers[0]
+		return []any{c.ReadinessProbe, c.LivenessProbe, c.SecurityContext, p.Spec.SecurityContext}
+	}
+	first, second := shared(objs[0]), shared(objs[1])
+	for _, o := range objs[2:] {
+		for i, v := range shared(o) {
+			if v != second[i] {
+				t.Errorf("value %d (%T) of a later Pod is not the second Pod's", i, v)
+			}
+			if v == first[i] {
+				t.Errorf("value %d (%T) of a later Pod is the first Pod's, which bytes seen once do not share", i, v)
+			}
+		}
+	}
+	// The two containers' security contexts are equal on the wire, in
+	// two fields of one type: one value, from the first Pod's second
+	// container on.
+	if c := objs[0].Spec.Containers; c[0].SecurityContext == c[1].SecurityContext {
+		t.Error("the first security context, seen once, is shared")
+	}
+	for _, o := range objs[1:] {
+		if o.Spec.Containers[0].SecurityContext != objs[0].Spec.Containers[1].SecurityContext {
+			t.Error("the equal security contexts of two containers are two values")
+		}
+	}
+	plain := decodePods(t, newPodDecoder(t, Options{NoMapSharing: true}), pods...)
+	if plain[3].Spec.Containers[0].ReadinessProbe == plain[4].Spec.Containers[0].ReadinessProbe {
+		t.Error("NoMapSharing shares a probe")
+	}
+}
+
+// A value written to through one object (which the objects' contract
+// forbids) changes the objects that hold it, and no other: the next object
+// with those bytes gets what the server sent, and the write is counted.
+func TestSharedMessageWritten(t *testing.T) {
+	d := newPodDecoder(t, Options{})
+	pods := testobj.RealisticPods("shop", 5, 1)
+	objs := decodePods(t, d, pods[:4]...)
+	probe := objs[3].Spec.Containers[0].ReadinessProbe
+	if probe != objs[2].Spec.Containers[0].ReadinessProbe {
+		t.Fatal("the probe is not shared")
+	}
+	probe.PeriodSeconds = 99
+	later := decodePods(t, d, pods[4])[0] // checked against the generated decoder's
+	if later.Spec.Containers[0].ReadinessProbe == probe {
+		t.Error("a written value is handed out again")
+	}
+	if n := d.SharedMapsWritten(); n != 1 {
+		t.Errorf("SharedMapsWritten = %d, want 1", n)
+	}
+	if again := decodePods(t, d, pods[4])[0]; again.Spec.Containers[0].ReadinessProbe == probe {
+		t.Error("a written value is handed out again")
+	}
+}
+
+// A merge into an object never writes into the values it shares: a
+// ProtobufInto of a message whose probe differs, and a message whose
+// pointed-at field comes twice, give what the generated decoder gives and
+// leave the other objects as they were.
+func TestMessageSharingMerge(t *testing.T) {
+	d := newPodDecoder(t, Options{})
+	pods := testobj.RealisticPods("shop", 4, 1)
+	for _, p := range pods {
+		p.Spec.SecurityContext.RunAsGroup = nil
+	}
+	objs := decodePods(t, d, pods[:3]...)
+	if objs[1].Spec.SecurityContext != objs[2].Spec.SecurityContext {
+		t.Fatal("the Pods' security contexts are not shared")
+	}
+	group := int64(5)
+	patch := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsGroup: &group}}}
+	pb := marshalPod(t, patch)
+
+	// ProtobufInto an object that shares its security context.
+	want := upstreamPod(t, marshalPod(t, pods[2]))
+	if err := want.Unmarshal(pb); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ProtobufInto(pb, objs[2]); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, objs[2]); diff != "" {
+		t.Errorf("merge differs from the generated decoder's (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pods[1])), objs[1]); diff != "" {
+		t.Errorf("an object sharing the merged value changed (-want +got):\n%s", diff)
+	}
+
+	// The field twice in one message: its first value comes from the table.
+	b := append(marshalPod(t, pods[3]), pb...)
+	got, err := d.Protobuf(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(upstreamPod(t, b), got); diff != "" {
+		t.Errorf("a field twice decodes otherwise than the generated decoder (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pods[1])), objs[1]); diff != "" {
+		t.Errorf("an object sharing the value merged into changed (-want +got):\n%s", diff)
+	}
+	decodePods(t, d, pods[3]) // the table's value unchanged
+}
+
+// A message holding a Quantity held as an inf.Dec is not shared: a
+// reader's copy of the Quantity would change the Dec in place.
+func TestMessageWithDecQuantityNotShared(t *testing.T) {
+	big := resource.MustParse("123456789012345678901234567890")
+	if !quantityHoldsDecAt(unsafe.Pointer(&big)) {
+		t.Fatal("the quantity does not hold a Dec")
+	}
+	pods := testobj.RealisticPods("shop", 4, 1)
+	for _, p := range pods {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "big", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &big}}})
+	}
+	objs := decodePods(t, newPodDecoder(t, Options{}), pods...)
+	last := func(p *corev1.Pod) *corev1.EmptyDirVolumeSource {
+		return p.Spec.Volumes[len(p.Spec.Volumes)-1].EmptyDir
+	}
+	if last(objs[2]) == last(objs[3]) {
+		t.Error("an emptyDir holding an inf.Dec is shared")
+	}
+}
+
+// Bytes that do not encode back to themselves (a field twice, here) are
+// decoded for each object, never shared: a value handed out is checked by
+// encoding it again.
+func TestMessageSharingNeedsCanonicalBytes(t *testing.T) {
+	d, err := NewDecoder[*corev1.Container, *corev1.Container](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	canonical, err := (&corev1.Probe{InitialDelaySeconds: 4, TimeoutSeconds: 7}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := append(canonical[:len(canonical):len(canonical)], 2<<3, 4) // initialDelaySeconds again
+	container := func(probe []byte) []byte {
+		// name (1), then readinessProbe (11)
+		return append([]byte{1<<3 | 2, 1, 'c', 11<<3 | 2, byte(len(probe))}, probe...)
+	}
+	decode := func(b []byte) []*corev1.Container {
+		var got []*corev1.Container
+		for range 4 {
+			c, err := d.Protobuf(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &corev1.Container{}
+			if err := want.Unmarshal(b); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, c); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+			got = append(got, c)
+		}
+		return got
+	}
+	if got := decode(container(twice)); got[2].ReadinessProbe == got[3].ReadinessProbe {
+		t.Error("a probe whose bytes its encoder would not write is shared")
+	}
+	if got := decode(container(canonical)); got[2].ReadinessProbe != got[3].ReadinessProbe {
+		t.Error("a probe as its encoder writes it is not shared")
+	}
+	if n := d.SharedMapsWritten(); n != 0 {
+		t.Errorf("SharedMapsWritten = %d, want 0: nothing was written", n)
+	}
+}
