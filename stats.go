@@ -57,10 +57,12 @@ type Stats struct {
 	// object an index function fails on is cached all the same, without
 	// that index's values, and logged, not counted.
 	DecodeErrors uint64
-	// SharedMapsWritten counts the maps cached objects share that were
-	// found written to: package wire's decoder gives objects with equal
-	// labels, annotations or resource lists one map (wire.Options,
-	// NoMapSharing), and checks a map each time it would share it again.
+	// SharedMapsWritten counts the maps (and pointed-at messages) cached
+	// objects share that were found written to: package wire's decoder
+	// gives objects with equal labels, annotations or resource lists one
+	// map, and with equal probes, security contexts or volume sources one
+	// value (wire.Options, NoMapSharing), and checks one each time it
+	// would share it again.
 	// A write through one object, which the contract forbids (objects
 	// handed out are the cache's, never to be modified), reaches every
 	// object holding that map; the decoder then stops sharing it, so

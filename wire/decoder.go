@@ -40,12 +40,15 @@ type Options struct {
 	// bounded table keyed by the map's type and bytes (in JSON, labels and
 	// annotations only); and equal FieldsV1 bytes of managedFields (those
 	// of the create of the Pods of one ReplicaSet) are one slice, found
-	// through another (at most 4 MiB). A ResourceList holding a Quantity
-	// kept as an inf.Dec (more digits than an int64 holds), whose copies
-	// share it, is never shared. The objects an informer caches are
-	// read-only already; with shared maps and bytes, writing to one
-	// object's map or FieldsV1.Raw (which the contract forbids) would
-	// change the others too. Set it when objects
+	// through another (at most 4 MiB); and equal pointed-at messages (a
+	// container's probes and security context, a volume's source) are one
+	// value, found through a third (see share_msg.go). A ResourceList, or
+	// a message, holding a Quantity kept as an inf.Dec (more digits than
+	// an int64 holds), whose copies share it, is never shared. The objects
+	// an informer caches are read-only already; with shared maps, bytes
+	// and messages, writing to one object's map, FieldsV1.Raw or probe
+	// (which the contract forbids) would change the others too. Set it
+	// when objects
 	// are modified in place after decoding, as a transform may; the
 	// factory does so for informers with a transform. NoSharing implies
 	// it.

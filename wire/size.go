@@ -554,9 +554,11 @@ func (d *Decoder[PP]) Sizer() *Sizer[PP] {
 
 // SharedBytes returns the bytes d's sharing tables hold, which the objects
 // it decoded share: its table of strings, the maps it handed to more than
-// one object of late, its table of FieldsV1 bytes. They are bounded
-// (about 200 KiB of tables, and at most 4 MiB of FieldsV1 bytes), and what
-// a Sizer of d leaves out of each object's size.
+// one object of late, its table of FieldsV1 bytes, its table of
+// pointed-at messages and the 2,048 last it handed to more than one
+// object. They are bounded (about 300 KiB of tables, at most 4 MiB of
+// FieldsV1 bytes and 512 KiB of messages' bytes), and what a Sizer of d
+// leaves out of each object's size.
 func (d *Decoder[PP]) SharedBytes() int {
 	if d.share == nil {
 		return 0
@@ -569,8 +571,10 @@ func (d *Decoder[PP]) SharedBytes() int {
 // SharedMapsWritten counts the shared maps d found written to since it
 // handed them out: maps its objects share (see Options.NoMapSharing) that
 // a reader changed through one object, which the objects' contract
-// forbids. d checks a map each time it would hand it to one more object,
-// by its length and then its entries, and hands out such a map no more:
+// forbids; and likewise the pointed-at messages its objects share (see
+// share_msg.go), checked by encoding them again. d checks a map each time
+// it would hand it to one more object, by its length and then its
+// entries, and hands out such a map no more:
 // objects decoded after the write get what the server sent. The objects
 // that held the map before still hold it, written. A count above zero
 // says that the program writes to objects it must only read.
