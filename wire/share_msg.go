@@ -54,9 +54,11 @@ type msgTable struct {
 	seed  maphash.Seed
 	sets  [msgSets][msgWays]msgSlot
 	clock uint64
-	// once holds the hashes of bytes seen once: bytes enter the table
-	// the second time they come.
-	once [msgOnce]uint64
+	// once holds the hashes of bytes seen once, in sets of four (so
+	// that two messages of one object whose hashes meet do not keep
+	// forgetting each other): bytes enter the table the second time
+	// they come.
+	once [msgOnceSets]onceSet
 	// shared are the values handed to a second object, by address, for a
 	// Sizer (a direct-mapped table of recent ones): it keeps them alive
 	// once the table has let go of them, and SharedBytes counts them.
@@ -83,12 +85,12 @@ type sharedMsg struct {
 }
 
 const (
-	msgSetBits = 8
-	msgSets    = 1 << msgSetBits
-	msgWays    = 4
-	msgOnce    = 1 << 12
-	msgShared  = 1 << 11
-	msgMaxLen  = 512 // longer messages are decoded for each object
+	msgSetBits  = 8
+	msgSets     = 1 << msgSetBits
+	msgWays     = 4
+	msgOnceSets = 1 << 10 // of four hashes
+	msgShared   = 1 << 11
+	msgMaxLen   = 512 // longer messages are decoded for each object
 )
 
 func newMsgTable() *msgTable { return &msgTable{seed: maphash.MakeSeed()} }
@@ -110,7 +112,7 @@ func (t *msgTable) holds(p unsafe.Pointer) bool {
 // if it did neither, for the caller to decode v as usual.
 func (s *state) sharedMessage(v []byte, ptr unsafe.Pointer, o *op) (bool, error) {
 	t := s.msgs
-	h := maphash.Bytes(t.seed, v) ^ uint64(uintptr(unsafe.Pointer(o)))*0x9e3779b97f4a7c15
+	h := (maphash.Bytes(t.seed, v) ^ uint64(uintptr(unsafe.Pointer(o)))*0x9e3779b97f4a7c15) | 1 // never 0, for once
 	set := &t.sets[h>>(64-msgSetBits)]
 	t.clock++
 	oldest := &set[0]
@@ -137,8 +139,7 @@ func (s *state) sharedMessage(v []byte, ptr unsafe.Pointer, o *op) (bool, error)
 		oldest = sl
 		break
 	}
-	if seen := &t.once[h&(msgOnce-1)]; *seen != h {
-		*seen = h
+	if !t.once[h>>1&(msgOnceSets-1)].seenBefore(h) {
 		return false, nil
 	}
 	p := unsafe_New(o.elemType)
