@@ -207,9 +207,7 @@ func (s *state) value(b []byte, i, typ int, ptr unsafe.Pointer, o *op) (int, err
 		}
 		p := *(*unsafe.Pointer)(ptr)
 		if p != nil && s.msgs != nil { // it may be a shared message's: decoded into a copy
-			c := unsafe_New(o.elemType)
-			reflect.NewAt(o.typ.Elem(), c).Elem().Set(reflect.NewAt(o.typ.Elem(), p).Elem())
-			p = c
+			p = mergeCopy(p, o)
 			*(*unsafe.Pointer)(ptr) = p
 		}
 		if p == nil {

@@ -46,8 +46,6 @@ type sizedMarshaler interface {
 	MarshalToSizedBuffer([]byte) (int, error)
 }
 
-var sizedMarshalerType = reflect.TypeFor[sizedMarshaler]()
-
 // msgTable is a four-way set-associative table of recent messages, by
 // their op and bytes, least recently used out.
 type msgTable struct {
@@ -95,7 +93,7 @@ const (
 
 func newMsgTable() *msgTable { return &msgTable{seed: maphash.MakeSeed()} }
 
-// sharedSlot is where the value at p is in shared.
+// sharedMsgSlot is where the value at p is in shared.
 func sharedMsgSlot(p unsafe.Pointer) uint64 {
 	return uint64(uintptr(p)) >> 4 * 0x9e3779b97f4a7c15 >> 53 & (msgShared - 1)
 }
@@ -279,19 +277,9 @@ func markShare(o *op) {
 	if o.kind != opPtrMessage || !o.copyOnMerge || o.plan.meta {
 		return
 	}
-	if tab := sizedMarshalerTab(o.typ.Elem()); tab != nil {
+	if tab := ifaceTab[sizedMarshaler](o.typ.Elem()); tab != nil {
 		o.mtab, o.msgShare = tab, true
 	}
-}
-
-// sizedMarshalerTab returns the interface table of *t as a sizedMarshaler;
-// nil if *t is not one.
-func sizedMarshalerTab(t reflect.Type) unsafe.Pointer {
-	if !reflect.PointerTo(t).Implements(sizedMarshalerType) {
-		return nil
-	}
-	m := reflect.New(t).Interface().(sizedMarshaler)
-	return (*[2]unsafe.Pointer)(unsafe.Pointer(&m))[0]
 }
 
 // asSizedMarshaler returns p, a *T, as a sizedMarshaler, given the table

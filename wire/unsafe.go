@@ -28,15 +28,15 @@ func typeDescriptor(t reflect.Type) unsafe.Pointer {
 	return (*[2]unsafe.Pointer)(unsafe.Pointer(&t))[1]
 }
 
-// unmarshalerTab returns the interface table of *t as an unmarshaler, so
-// that an unmarshaler of any *t can be made from a pointer without
-// reflection; nil if *t is not one.
-func unmarshalerTab(t reflect.Type) unsafe.Pointer {
-	u, ok := reflect.New(t).Interface().(unmarshaler)
+// ifaceTab returns the interface table of *t as an I, an interface type,
+// so that an I of any *t can be made from a pointer without reflection
+// (asUnmarshaler, asSizedMarshaler); nil if *t is not one.
+func ifaceTab[I any](t reflect.Type) unsafe.Pointer {
+	i, ok := reflect.New(t).Interface().(I)
 	if !ok {
 		return nil
 	}
-	return (*[2]unsafe.Pointer)(unsafe.Pointer(&u))[0]
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&i))[0]
 }
 
 // asUnmarshaler returns p, a *T, as an unmarshaler, given the table of *T.
@@ -65,10 +65,10 @@ func finish(x *plan) {
 		o.wire = wireOf(o)
 		switch o.kind {
 		case opUnmarshal:
-			o.tab = unmarshalerTab(o.typ)
+			o.tab = ifaceTab[unmarshaler](o.typ)
 			o.quantity = o.typ == quantityType
 		case opPtrUnmarshal:
-			o.tab = unmarshalerTab(o.typ.Elem())
+			o.tab = ifaceTab[unmarshaler](o.typ.Elem())
 			o.quantity = o.typ.Elem() == quantityType
 		case opMap:
 			o.mapType = typeDescriptor(o.typ)
