@@ -75,6 +75,16 @@ func (s *state) message(b []byte, base unsafe.Pointer, x *plan) error {
 			}
 			continue
 		}
+		if o.runShare && s.msgs != nil && typ == wireBytes && (*sliceHeader)(at(base, o.off)).len == 0 {
+			end, done, err := s.sharedRun(b, i, at(base, o.off), o)
+			if err != nil {
+				return fieldError(o, err)
+			}
+			if done {
+				i = end
+				continue
+			}
+		}
 		switch o.kind { // field's, without the call: most fields are scalars
 		case opScalar:
 			i, err = s.scalar(b, next, typ, at(base, o.off), o)

@@ -90,6 +90,10 @@ func TestProtobufPartsReusesUnchangedParts(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/derived=%v", tc.name, derived), func(t *testing.T) {
+				// A decoder of its own, which has seen none of these bytes:
+				// a part is told reused by its address, and runs of
+				// repeated messages seen before would be shared.
+				d := newPodDecoder(t, Options{})
 				b1 := marshalPod(t, base)
 				p1, ps1, err := d.protobufParts(b1, nil, nil)
 				if err != nil {

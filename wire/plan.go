@@ -57,9 +57,12 @@ type op struct {
 	// copyOnMerge: opPtrMessage: with messages shared, a value already
 	// there is copied before a merge into it (see mergeCopy); msgShare:
 	// the pointed-at messages are shared, checked through mtab, the
-	// interface table of the type as a sizedMarshaler (see share_msg.go).
-	copyOnMerge, msgShare bool
-	mtab                  unsafe.Pointer
+	// interface table of the type as a sizedMarshaler (see share_msg.go);
+	// runShare: opRepeated of messages: a run of elements is shared, as
+	// one value, its elements checked through mtab, the table of the
+	// element's pointer type.
+	copyOnMerge, msgShare, runShare bool
+	mtab                            unsafe.Pointer
 }
 
 // plan decodes a message into a struct type.

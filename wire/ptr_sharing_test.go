@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 
@@ -132,11 +133,13 @@ func TestSizerSharedPointers(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", ManagedFields: []metav1.ManagedFieldsEntry{
 		{Manager: "m", FieldsType: "FieldsV1", Time: &when, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`)},
 	}}}
-	msg := marshalPod(t, pod)
 	before := d.SharedBytes()
 	var pods []*corev1.Pod
-	for range 3 {
-		pods = append(pods, decodeBytesChecked(t, d, msg))
+	for i := range 3 {
+		// A manager of its own, so that the entries, a run of one, are
+		// not shared as a whole (see sharedRun).
+		pod.ManagedFields[0].Manager = fmt.Sprintf("m%d", i)
+		pods = append(pods, decodeBytesChecked(t, d, marshalPod(t, pod)))
 	}
 	third := pods[2]
 	if pods[1].ManagedFields[0].FieldsV1 != third.ManagedFields[0].FieldsV1 || pods[1].ManagedFields[0].Time != pods[0].ManagedFields[0].Time {

@@ -58,28 +58,32 @@ type msgTable struct {
 	// they come.
 	once [msgOnceSets]onceSet
 	// shared are the values handed to a second object, by address, for a
-	// Sizer (a direct-mapped table of recent ones): it keeps them alive
-	// once the table has let go of them, and SharedBytes counts them.
-	shared  [msgShared]sharedMsg
+	// Sizer (a four-way table of recent ones, the most recent first in
+	// its set): it keeps them alive once the table has let go of them,
+	// and SharedBytes counts them.
+	shared  [msgShared / 4][4]sharedMsg
 	buf     []byte // where a value is encoded to be checked
 	written uint64 // values found changed since they were handed out
 }
 
 // msgSlot is a message the table remembers: the bytes b of a field of o,
 // and p, the value decoded from them, or nil if they do not encode back
-// to themselves (decoded for each object, never shared).
+// to themselves (decoded for each object, never shared). For a run of a
+// repeated field (sharedRun), p is the array of its n elements.
 type msgSlot struct {
 	o    *op
 	b    []byte
 	p    unsafe.Pointer
+	n    int
 	used uint64 // the clock when last found or put; 0: empty
 }
 
 // sharedMsg is a value handed to a second object: p, of o's pointed-at
-// type.
+// type, or the array of n elements of o's slice type.
 type sharedMsg struct {
 	p unsafe.Pointer
 	o *op
+	n int
 }
 
 const (
@@ -93,15 +97,38 @@ const (
 
 func newMsgTable() *msgTable { return &msgTable{seed: maphash.MakeSeed()} }
 
-// sharedMsgSlot is where the value at p is in shared.
-func sharedMsgSlot(p unsafe.Pointer) uint64 {
-	return uint64(uintptr(p)) >> 4 * 0x9e3779b97f4a7c15 >> 53 & (msgShared - 1)
+// sharedMsgSet is the set of shared where the value at p is.
+func (t *msgTable) sharedMsgSet(p unsafe.Pointer) *[4]sharedMsg {
+	return &t.shared[uint64(uintptr(p))>>4*0x9e3779b97f4a7c15>>55&(msgShared/4-1)]
 }
 
 // holds reports whether p is a value the table handed to more than one
 // object: one that objects share.
 func (t *msgTable) holds(p unsafe.Pointer) bool {
-	return t != nil && p != nil && t.shared[sharedMsgSlot(p)].p == p
+	if t == nil || p == nil {
+		return false
+	}
+	for _, m := range t.sharedMsgSet(p) {
+		if m.p == p {
+			return true
+		}
+	}
+	return false
+}
+
+// noteShared records m, a value handed to one more object, first in its
+// set of shared; the last of the set goes if m was not in it.
+func (t *msgTable) noteShared(m sharedMsg) {
+	set := t.sharedMsgSet(m.p)
+	k := len(set) - 1
+	for i := range set {
+		if set[i].p == m.p {
+			k = i
+			break
+		}
+	}
+	copy(set[1:k+1], set[:k])
+	set[0] = m
 }
 
 // sharedMessage decodes v, the bytes of the pointed-at message of o, into
@@ -129,7 +156,7 @@ func (s *state) sharedMessage(v []byte, ptr unsafe.Pointer, o *op) (bool, error)
 		if t.encodes(sl.p, o, v) {
 			*(*unsafe.Pointer)(ptr) = sl.p
 			sl.used = t.clock
-			t.shared[sharedMsgSlot(sl.p)] = sharedMsg{sl.p, o}
+			t.noteShared(sharedMsg{p: sl.p, o: o})
 			return true, nil
 		}
 		t.written++ // written to through an object: decoded anew
@@ -158,8 +185,127 @@ func (s *state) sharedMessage(v []byte, ptr unsafe.Pointer, o *op) (bool, error)
 	return true, nil
 }
 
-// encodes reports whether the value at p, of o's pointed-at type, encodes
-// to b.
+// Runs of a repeated field of messages are shared as a pointed-at
+// message is: a container's ports and env, a Pod's tolerations, its owner
+// references. A run is the elements that come one after another (as the
+// generated encoders write them all); the slice handed out has its length
+// as its capacity, so that a later element of the field (one that comes
+// after another field, or in a merge) is appended to a copy, and the
+// decoder never writes an element once it is decoded. Each element is
+// checked, as a pointed-at message, by encoding it again.
+
+// sharedRun decodes the run of elements of o, a repeated field of
+// messages, that starts with the field at b[i:] (its tag), into the slice
+// at ptr, which is empty: the elements remembered for the run's bytes if
+// there are some, else new ones, remembered if the bytes have come
+// before. It returns the index after the run, or false, with nothing done,
+// for a run longer than msgMaxLen or bytes it cannot read, for the caller
+// to decode as usual.
+func (s *state) sharedRun(b []byte, i int, ptr unsafe.Pointer, o *op) (int, bool, error) {
+	n, j := 0, i
+	for j < len(b) {
+		num, typ, next, err := tag(b, j)
+		if err != nil || num != o.num || typ != wireBytes {
+			break // the run ends; the caller reads what follows
+		}
+		_, end, err := lengthDelimited(b, next)
+		if err != nil || end-i > msgMaxLen {
+			return 0, false, nil
+		}
+		n, j = n+1, end
+	}
+	if n == 0 {
+		return 0, false, nil
+	}
+	run := b[i:j]
+	t := s.msgs
+	h := (maphash.Bytes(t.seed, run) ^ uint64(uintptr(unsafe.Pointer(o)))*0x9e3779b97f4a7c15) | 1 // never 0, for once
+	set := &t.sets[h>>(64-msgSetBits)]
+	t.clock++
+	oldest := &set[0]
+	for w := range set {
+		sl := &set[w]
+		if sl.used < oldest.used {
+			oldest = sl
+		}
+		if sl.used == 0 || sl.o != o || !bytes.Equal(sl.b, run) {
+			continue
+		}
+		if sl.p == nil {
+			sl.used = t.clock
+			return j, true, s.decodeRun(run, n, ptr, o)
+		}
+		if t.encodesRun(sl.p, o, run) {
+			*(*sliceHeader)(ptr) = sliceHeader{data: sl.p, len: sl.n, cap: sl.n}
+			sl.used = t.clock
+			t.noteShared(sharedMsg{p: sl.p, o: o, n: sl.n})
+			return j, true, nil
+		}
+		t.written++ // written to through an object: decoded anew
+		*sl = msgSlot{b: sl.b[:0]}
+		oldest = sl
+		break
+	}
+	if !t.once[h>>1&(msgOnceSets-1)].seenBefore(h) {
+		return j, true, s.decodeRun(run, n, ptr, o)
+	}
+	outer := s.notShared // that of a map or a message whose value holds this run
+	s.notShared = false
+	err := s.decodeRun(run, n, ptr, o)
+	shareable := !s.notShared
+	s.notShared = outer || s.notShared
+	if err != nil || !shareable {
+		return j, true, err
+	}
+	sl := oldest
+	*sl = msgSlot{o: o, b: append(sl.b[:0], run...), used: t.clock}
+	if p := (*sliceHeader)(ptr).data; t.encodesRun(p, o, run) {
+		sl.p, sl.n = p, n
+	}
+	return j, true, nil
+}
+
+// decodeRun decodes run, n elements of o, a repeated field of messages,
+// each with its tag, into a new slice of n at ptr.
+func (s *state) decodeRun(run []byte, n int, ptr unsafe.Pointer, o *op) error {
+	data := unsafe_NewArray(o.elemType, n)
+	*(*sliceHeader)(ptr) = sliceHeader{data: data, len: n, cap: n}
+	for k, j := 0, 0; k < n; k++ {
+		_, _, next, err := tag(run, j)
+		if err != nil {
+			return err
+		}
+		start, end, err := lengthDelimited(run, next)
+		if err != nil {
+			return err
+		}
+		if err := s.message(run[start:end], unsafe.Add(data, uintptr(k)*o.size), o.elem.plan); err != nil {
+			return err
+		}
+		j = end
+	}
+	return nil
+}
+
+// encodesRun reports whether the elements at p, of o's slice type,
+// encode to the elements of run, their tags aside.
+func (t *msgTable) encodesRun(p unsafe.Pointer, o *op, run []byte) bool {
+	for k, j := 0, 0; j < len(run); k++ {
+		_, _, next, err := tag(run, j)
+		if err != nil {
+			return false
+		}
+		start, end, err := lengthDelimited(run, next)
+		if err != nil || !t.encodes(unsafe.Add(p, uintptr(k)*o.size), o, run[start:end]) {
+			return false
+		}
+		j = end
+	}
+	return true
+}
+
+// encodes reports whether the value at p, of o's pointed-at type (of its
+// element type for a repeated field), encodes to b.
 func (t *msgTable) encodes(p unsafe.Pointer, o *op, b []byte) bool {
 	m := asSizedMarshaler(o.mtab, p)
 	n := m.Size()
@@ -258,6 +404,9 @@ func markMessageSharing(x *plan) {
 					e.copyOnMerge = safe
 					markShare(e)
 				}
+				if o.kind == opRepeated && e.kind == opMessage && !e.plan.meta {
+					markRunShare(o)
+				}
 			}
 			markShare(o)
 			if !safeOp(o) {
@@ -280,6 +429,43 @@ func markShare(o *op) {
 	if tab := ifaceTab[sizedMarshaler](o.typ.Elem()); tab != nil {
 		o.mtab, o.msgShare = tab, true
 	}
+}
+
+// markRunShare marks o, a repeated field of messages, as shared by runs if
+// its element type has the generated encoder the table checks elements
+// with, and holds no Quantity but behind a pointer. Whatever the element's
+// fields, the decoder writes no element it has decoded: a later element
+// is appended to a copy of the run. Checking a run encodes it again, and
+// a Quantity's encoder makes its string anew (a Quantity in a map's value
+// holds none): a run of containers, each with its resources, would cost
+// more to check each time it is handed out than to decode. A Quantity
+// behind a pointer (an env var's resourceFieldRef) is rare enough to pay
+// for where it is.
+func markRunShare(o *op) {
+	if quantityInline(o.elem.plan, map[*plan]bool{}) {
+		return
+	}
+	if tab := ifaceTab[sizedMarshaler](o.typ.Elem()); tab != nil {
+		o.mtab, o.runShare = tab, true
+	}
+}
+
+// quantityInline reports whether a message of plan x holds Quantities
+// other than behind a pointer: in its fields, or in the messages, slices
+// and maps they hold by value.
+func quantityInline(x *plan, seen map[*plan]bool) bool {
+	if x == nil || seen[x] {
+		return false
+	}
+	seen[x] = true
+	for _, o := range x.byNum {
+		for ; o != nil && o.kind != opPtrMessage && o.kind != opPtrUnmarshal; o = o.elem {
+			if o.typ == quantityType || quantityInline(o.plan, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // asSizedMarshaler returns p, a *T, as a sizedMarshaler, given the table

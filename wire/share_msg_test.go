@@ -200,3 +200,174 @@ func TestMessageSharingNeedsCanonicalBytes(t *testing.T) {
 		t.Errorf("SharedMapsWritten = %d, want 0: nothing was written", n)
 	}
 }
+
+// first returns the address of the first element of s, nil if it has none.
+func first[E any](s []E) *E {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
+}
+
+// The Pods of one ReplicaSet share runs of repeated messages (their
+// tolerations, their owner references, a container's ports and env) from
+// the second time the bytes come, each run with its length as its
+// capacity; without map sharing, none are shared.
+func TestRunSharing(t *testing.T) {
+	pods := testobj.RealisticPods("shop", 5, 1)
+	runs := func(p *corev1.Pod) []any {
+		c := p.Spec.Containers[0]
+		return []any{first(p.Spec.Tolerations), first(p.OwnerReferences), first(c.Ports), first(c.Env)}
+	}
+	caps := func(p *corev1.Pod) [][2]int {
+		c := p.Spec.Containers[0]
+		return [][2]int{{len(p.Spec.Tolerations), cap(p.Spec.Tolerations)}, {len(p.OwnerReferences), cap(p.OwnerReferences)},
+			{len(c.Ports), cap(c.Ports)}, {len(c.Env), cap(c.Env)}}
+	}
+	objs := decodePods(t, newPodDecoder(t, Options{}), pods...)
+	firstRuns, second := runs(objs[0]), runs(objs[1])
+	for i, v := range firstRuns {
+		if v == nil {
+			t.Fatalf("run %d of the fixture is empty", i)
+		}
+	}
+	for _, o := range objs[2:] {
+		for i, v := range runs(o) {
+			if v != second[i] {
+				t.Errorf("run %d (%T) of a later Pod is not the second Pod's", i, v)
+			}
+			if v == firstRuns[i] {
+				t.Errorf("run %d (%T) of a later Pod is the first Pod's, which bytes seen once do not share", i, v)
+			}
+		}
+		for i, lc := range caps(o) {
+			if lc[0] != lc[1] {
+				t.Errorf("run %d: length %d, capacity %d: an append would write into what other Pods hold", i, lc[0], lc[1])
+			}
+		}
+	}
+	plain := decodePods(t, newPodDecoder(t, Options{NoMapSharing: true}), pods...)
+	if first(plain[3].Spec.Tolerations) == first(plain[4].Spec.Tolerations) {
+		t.Error("NoMapSharing shares a run")
+	}
+}
+
+// A Sizer counts a shared run once, in SharedBytes, not in each object
+// that holds it.
+func TestSizerSharedRun(t *testing.T) {
+	d := newPodDecoder(t, Options{})
+	pods := testobj.RealisticPods("shop", 4, 1)
+	before := d.SharedBytes()
+	objs := decodePods(t, d, pods...)
+	last := objs[3]
+	if first(last.Spec.Tolerations) != first(objs[2].Spec.Tolerations) {
+		t.Fatal("the tolerations are not shared")
+	}
+	own, none := *last, *last // the same Pod with tolerations of its own, and with none
+	own.Spec.Tolerations = append([]corev1.Toleration(nil), last.Spec.Tolerations...)
+	none.Spec.Tolerations = nil
+	sz := d.Sizer()
+	run := sz.Size(&own) - sz.Size(&none) // the array and what its elements point to
+	if run <= 0 {
+		t.Fatalf("tolerations of its own add %d B to a Pod", run)
+	}
+	if got, want := sz.Size(last), sz.Size(&none); got != want {
+		t.Errorf("Size of a Pod that shares its tolerations = %d, want %d: that of the Pod without them", got, want)
+	}
+	if got := d.SharedBytes() - before; got < run {
+		t.Errorf("SharedBytes grew by %d, less than the %d B of the shared run", got, run)
+	}
+}
+
+// An element written to through one object (which the objects' contract
+// forbids) changes the objects that hold its run, and no other: the next
+// object with those bytes gets what the server sent, and the write is
+// counted.
+func TestSharedRunWritten(t *testing.T) {
+	d := newPodDecoder(t, Options{})
+	pods := testobj.RealisticPods("shop", 5, 1)
+	objs := decodePods(t, d, pods[:4]...)
+	tols := objs[3].Spec.Tolerations
+	if first(tols) != first(objs[2].Spec.Tolerations) {
+		t.Fatal("the tolerations are not shared")
+	}
+	*tols[1].TolerationSeconds = 99 // a write through a pointer of an element
+	later := decodePods(t, d, pods[4])[0]
+	if first(later.Spec.Tolerations) == first(tols) {
+		t.Error("a written run is handed out again")
+	}
+	if n := d.SharedMapsWritten(); n != 1 {
+		t.Errorf("SharedMapsWritten = %d, want 1", n)
+	}
+}
+
+// A shared run is never written by the decoder: an element of the field
+// that comes after another field, and a ProtobufInto that adds an element,
+// append to a copy; what the objects decode to is the generated decoder's.
+func TestRunSharingAppend(t *testing.T) {
+	d := newPodDecoder(t, Options{})
+	pods := testobj.RealisticPods("shop", 4, 1)
+	objs := decodePods(t, d, pods[:3]...)
+	if first(objs[1].Spec.Tolerations) != first(objs[2].Spec.Tolerations) {
+		t.Fatal("the tolerations are not shared")
+	}
+	extra := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "extra", Operator: corev1.TolerationOpExists}}}}
+	pb := marshalPod(t, extra)
+
+	// ProtobufInto an object that shares its tolerations.
+	want := upstreamPod(t, marshalPod(t, pods[2]))
+	if err := want.Unmarshal(pb); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ProtobufInto(pb, objs[2]); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, objs[2]); diff != "" {
+		t.Errorf("merge differs from the generated decoder's (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pods[1])), objs[1]); diff != "" {
+		t.Errorf("an object sharing the run changed (-want +got):\n%s", diff)
+	}
+
+	// A toleration after the spec's other fields, in a second spec: the
+	// run before it is the table's, and the append must not land where
+	// the merge's did.
+	extra.Spec.Tolerations[0].Key = "other"
+	b := append(marshalPod(t, pods[3]), marshalPod(t, extra)...)
+	got := decodeBytesChecked(t, d, b)
+	if n := len(got.Spec.Tolerations); n != len(pods[3].Spec.Tolerations)+1 {
+		t.Fatalf("%d tolerations, want %d", n, len(pods[3].Spec.Tolerations)+1)
+	}
+	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pods[1])), objs[1]); diff != "" {
+		t.Errorf("an object sharing the run changed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, objs[2]); diff != "" {
+		t.Errorf("the merged object changed (-want +got):\n%s", diff)
+	}
+	decodePods(t, d, pods[3]) // the table's run unchanged
+}
+
+// A run of elements that can hold a Quantity (a container, whose resources
+// do) is not shared, small as it may be: a Quantity's encoder makes its
+// string again, so checking the run each time it is handed out would cost
+// more than decoding it.
+func TestRunWithQuantityNotShared(t *testing.T) {
+	d := newPodDecoder(t, Options{})
+	objs := make([]*corev1.Pod, 4)
+	for i := range objs {
+		p := &corev1.Pod{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name:      "c",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}},
+			}},
+			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+		}}
+		objs[i] = decodeChecked(t, d, p)
+	}
+	if first(objs[2].Spec.Containers) == first(objs[3].Spec.Containers) {
+		t.Error("a run of containers is shared")
+	}
+	if first(objs[2].Spec.Tolerations) != first(objs[3].Spec.Tolerations) {
+		t.Error("a run of tolerations beside them is not shared")
+	}
+}

@@ -230,6 +230,9 @@ func (s *Sizer[T]) walk(x *sizeType, p unsafe.Pointer) int {
 		if s.rec != nil && x.elem.kind == reflect.Uint8 && s.rec.holds(h.data) {
 			return 0
 		}
+		if x.elem.kind == reflect.Struct && s.shares != nil && s.shares.msgs.holds(h.data) {
+			return 0 // a shared run of messages: counted once, by SharedBytes
+		}
 		n := allocBytes(h.cap * int(x.elem.size))
 		if !x.elem.leaf {
 			for i := range h.len {
@@ -535,12 +538,28 @@ func (sh *sharing) heldBytes() int {
 				n += allocBytes(cap(sl.b))
 			}
 		}
-		for _, m := range t.shared { // others are counted by the object that holds them
-			if m.p != nil {
-				x := sizePlanOf(m.o.typ.Elem())
-				n += allocBytes(int(x.size)) + sz.walk(x, m.p)
+		for i := range t.shared { // others are counted by the object that holds them
+			for _, m := range t.shared[i] {
+				n += sz.sharedMsgBytes(m)
 			}
 		}
+	}
+	return n
+}
+
+// sharedMsgBytes returns the bytes of m, a value of the message table
+// that objects share: a pointed-at message or a run's elements.
+func (s *Sizer[T]) sharedMsgBytes(m sharedMsg) int {
+	if m.p == nil {
+		return 0
+	}
+	x := sizePlanOf(m.o.typ.Elem())
+	if m.o.kind != opRepeated {
+		return allocBytes(int(x.size)) + s.walk(x, m.p)
+	}
+	n := allocBytes(m.n * int(x.size))
+	for k := range m.n {
+		n += s.walk(x, unsafe.Add(m.p, uintptr(k)*x.size))
 	}
 	return n
 }
