@@ -306,16 +306,23 @@ func (t *msgTable) encodesRun(p unsafe.Pointer, o *op, run []byte) bool {
 
 // encodes reports whether the value at p, of o's pointed-at type (of its
 // element type for a repeated field), encodes to b.
-func (t *msgTable) encodes(p unsafe.Pointer, o *op, b []byte) bool {
-	m := asSizedMarshaler(o.mtab, p)
-	n := m.Size()
-	if n != len(b) {
-		return false
-	}
+//
+// It encodes the value into a buffer of len(b) without sizing it first,
+// which would walk the value twice: the generated encoders write from the
+// end of the buffer back, so a value that encodes shorter writes fewer
+// bytes, and one that encodes longer runs off the buffer's start, a panic
+// recovered here as a value that does not encode to b.
+func (t *msgTable) encodes(p unsafe.Pointer, o *op, b []byte) (same bool) {
+	n := len(b)
 	if cap(t.buf) < n {
 		t.buf = make([]byte, max(n, 256))
 	}
-	w, err := m.MarshalToSizedBuffer(t.buf[:n])
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	w, err := asSizedMarshaler(o.mtab, p).MarshalToSizedBuffer(t.buf[:n])
 	return err == nil && w == n && bytes.Equal(t.buf[:n], b)
 }
 

@@ -282,22 +282,34 @@ func TestSizerSharedRun(t *testing.T) {
 // An element written to through one object (which the objects' contract
 // forbids) changes the objects that hold its run, and no other: the next
 // object with those bytes gets what the server sent, and the write is
-// counted.
+// counted; whether the element then encodes shorter, longer (the check's
+// encoder runs off its buffer) or as long.
 func TestSharedRunWritten(t *testing.T) {
-	d := newPodDecoder(t, Options{})
-	pods := testobj.RealisticPods("shop", 5, 1)
-	objs := decodePods(t, d, pods[:4]...)
-	tols := objs[3].Spec.Tolerations
-	if first(tols) != first(objs[2].Spec.Tolerations) {
-		t.Fatal("the tolerations are not shared")
-	}
-	*tols[1].TolerationSeconds = 99 // a write through a pointer of an element
-	later := decodePods(t, d, pods[4])[0]
-	if first(later.Spec.Tolerations) == first(tols) {
-		t.Error("a written run is handed out again")
-	}
-	if n := d.SharedMapsWritten(); n != 1 {
-		t.Errorf("SharedMapsWritten = %d, want 1", n)
+	for _, tc := range []struct {
+		name  string
+		write func([]corev1.Toleration)
+	}{
+		{"shorter", func(tols []corev1.Toleration) { *tols[1].TolerationSeconds = 99 }}, // through a pointer
+		{"longer", func(tols []corev1.Toleration) { tols[0].Key += "-and-more" }},
+		{"as long", func(tols []corev1.Toleration) { tols[0].Operator = "Equals" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newPodDecoder(t, Options{})
+			pods := testobj.RealisticPods("shop", 5, 1)
+			objs := decodePods(t, d, pods[:4]...)
+			tols := objs[3].Spec.Tolerations
+			if first(tols) != first(objs[2].Spec.Tolerations) {
+				t.Fatal("the tolerations are not shared")
+			}
+			tc.write(tols)
+			later := decodePods(t, d, pods[4])[0] // checked against the generated decoder's
+			if first(later.Spec.Tolerations) == first(tols) {
+				t.Error("a written run is handed out again")
+			}
+			if n := d.SharedMapsWritten(); n != 1 {
+				t.Errorf("SharedMapsWritten = %d, want 1", n)
+			}
+		})
 	}
 }
 
