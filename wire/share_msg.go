@@ -131,38 +131,52 @@ func (t *msgTable) noteShared(m sharedMsg) {
 	set[0] = m
 }
 
+// slot returns the hash of v, the bytes of a field of o, and the slot
+// that remembers them, marked used (nil if none does), with the least
+// recently used slot of their set.
+func (t *msgTable) slot(o *op, v []byte) (h uint64, found, oldest *msgSlot) {
+	h = (maphash.Bytes(t.seed, v) ^ uint64(uintptr(unsafe.Pointer(o)))*0x9e3779b97f4a7c15) | 1 // never 0, for once
+	set := &t.sets[h>>(64-msgSetBits)]
+	t.clock++
+	oldest = &set[0]
+	for w := range set {
+		sl := &set[w]
+		if sl.used < oldest.used {
+			oldest = sl
+		}
+		if sl.used != 0 && sl.o == o && bytes.Equal(sl.b, v) {
+			sl.used = t.clock
+			return h, sl, oldest
+		}
+	}
+	return h, nil, oldest
+}
+
+// drop empties sl, whose value was found written to through an object
+// (counted), and returns it, for the bytes to be decoded anew into it.
+func (t *msgTable) drop(sl *msgSlot) *msgSlot {
+	t.written++
+	*sl = msgSlot{b: sl.b[:0]}
+	return sl
+}
+
 // sharedMessage decodes v, the bytes of the pointed-at message of o, into
 // the pointer at ptr, which is nil: the value remembered for v if there is
 // one, else a new value, remembered if v has come before. It returns false
 // if it did neither, for the caller to decode v as usual.
 func (s *state) sharedMessage(v []byte, ptr unsafe.Pointer, o *op) (bool, error) {
 	t := s.msgs
-	h := (maphash.Bytes(t.seed, v) ^ uint64(uintptr(unsafe.Pointer(o)))*0x9e3779b97f4a7c15) | 1 // never 0, for once
-	set := &t.sets[h>>(64-msgSetBits)]
-	t.clock++
-	oldest := &set[0]
-	for w := range set {
-		sl := &set[w]
-		if sl.used < oldest.used {
-			oldest = sl
-		}
-		if sl.used == 0 || sl.o != o || !bytes.Equal(sl.b, v) {
-			continue
-		}
+	h, sl, oldest := t.slot(o, v)
+	if sl != nil {
 		if sl.p == nil {
-			sl.used = t.clock
 			return false, nil // they do not encode back to themselves
 		}
 		if t.encodes(sl.p, o, v) {
 			*(*unsafe.Pointer)(ptr) = sl.p
-			sl.used = t.clock
 			t.noteShared(sharedMsg{p: sl.p, o: o})
 			return true, nil
 		}
-		t.written++ // written to through an object: decoded anew
-		*sl = msgSlot{b: sl.b[:0]}
-		oldest = sl
-		break
+		oldest = t.drop(sl)
 	}
 	if !t.once[h>>1&(msgOnceSets-1)].seenBefore(h) {
 		return false, nil
@@ -177,7 +191,7 @@ func (s *state) sharedMessage(v []byte, ptr unsafe.Pointer, o *op) (bool, error)
 	if err != nil || !shareable {
 		return true, err
 	}
-	sl := oldest
+	sl = oldest
 	*sl = msgSlot{o: o, b: append(sl.b[:0], v...), used: t.clock}
 	if t.encodes(p, o, v) {
 		sl.p = p
@@ -219,32 +233,17 @@ func (s *state) sharedRun(b []byte, i int, ptr unsafe.Pointer, o *op) (int, bool
 	}
 	run := b[i:j]
 	t := s.msgs
-	h := (maphash.Bytes(t.seed, run) ^ uint64(uintptr(unsafe.Pointer(o)))*0x9e3779b97f4a7c15) | 1 // never 0, for once
-	set := &t.sets[h>>(64-msgSetBits)]
-	t.clock++
-	oldest := &set[0]
-	for w := range set {
-		sl := &set[w]
-		if sl.used < oldest.used {
-			oldest = sl
-		}
-		if sl.used == 0 || sl.o != o || !bytes.Equal(sl.b, run) {
-			continue
-		}
+	h, sl, oldest := t.slot(o, run)
+	if sl != nil {
 		if sl.p == nil {
-			sl.used = t.clock
 			return j, true, s.decodeRun(run, n, ptr, o)
 		}
 		if t.encodesRun(sl.p, o, run) {
 			*(*sliceHeader)(ptr) = sliceHeader{data: sl.p, len: sl.n, cap: sl.n}
-			sl.used = t.clock
 			t.noteShared(sharedMsg{p: sl.p, o: o, n: sl.n})
 			return j, true, nil
 		}
-		t.written++ // written to through an object: decoded anew
-		*sl = msgSlot{b: sl.b[:0]}
-		oldest = sl
-		break
+		oldest = t.drop(sl)
 	}
 	if !t.once[h>>1&(msgOnceSets-1)].seenBefore(h) {
 		return j, true, s.decodeRun(run, n, ptr, o)
@@ -257,7 +256,7 @@ func (s *state) sharedRun(b []byte, i int, ptr unsafe.Pointer, o *op) (int, bool
 	if err != nil || !shareable {
 		return j, true, err
 	}
-	sl := oldest
+	sl = oldest
 	*sl = msgSlot{o: o, b: append(sl.b[:0], run...), used: t.clock}
 	if p := (*sliceHeader)(ptr).data; t.encodesRun(p, o, run) {
 		sl.p, sl.n = p, n
