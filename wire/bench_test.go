@@ -181,7 +181,7 @@ func BenchmarkRealisticPodHeap(b *testing.B) {
 	own := make([][]byte, len(pods))
 	for i, p := range pods {
 		p = p.DeepCopy()
-		ownTokenVolume(p, i)
+		testobj.OwnTokenVolume(p, i)
 		m, err := p.Marshal()
 		if err != nil {
 			b.Fatal(err)
@@ -206,35 +206,6 @@ func BenchmarkRealisticPodHeap(b *testing.B) {
 		}
 		heldPerObject(b, msgs, func(m []byte) (any, error) { return d.Protobuf(m) })
 	})
-}
-
-// ownTokenVolume renames the projected service-account token volume of
-// p, the i-th realistic Pod, and its mounts, to a name of the Pod's own
-// (kube-api-access- and five characters, as ServiceAccount admission
-// generates it).
-func ownTokenVolume(p *corev1.Pod, i int) {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	suffix := make([]byte, 5)
-	x := i*7919 + 3301 // distinct for the first 27^5 Pods: 7919 is prime to 27
-	for j := range suffix {
-		suffix[j] = alphabet[x%len(alphabet)]
-		x /= len(alphabet)
-	}
-	for k := range p.Spec.Volumes {
-		v := &p.Spec.Volumes[k]
-		if v.Projected == nil || !strings.HasPrefix(v.Name, "kube-api-access-") {
-			continue
-		}
-		old, name := v.Name, fmt.Sprintf("kube-api-access-%s", suffix)
-		v.Name = name
-		for c := range p.Spec.Containers {
-			for m := range p.Spec.Containers[c].VolumeMounts {
-				if vm := &p.Spec.Containers[c].VolumeMounts[m]; vm.Name == old {
-					vm.Name = name
-				}
-			}
-		}
-	}
 }
 
 // heldPerObject decodes every message with decode, keeping the objects, and reports the live

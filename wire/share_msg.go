@@ -191,12 +191,19 @@ func (s *state) sharedMessage(v []byte, ptr unsafe.Pointer, o *op) (bool, error)
 	if err != nil || !shareable {
 		return true, err
 	}
-	sl = oldest
-	*sl = msgSlot{o: o, b: append(sl.b[:0], v...), used: t.clock}
-	if t.encodes(p, o, v) {
-		sl.p = p
-	}
+	t.remember(oldest, o, v, p, 0)
 	return true, nil
+}
+
+// remember keeps v, the bytes of a field of o, in sl with p, the value
+// decoded from them (the array of n elements of a run): handed out for
+// those bytes from now on if it encodes back to them, else never, the
+// bytes then decoded for each object.
+func (t *msgTable) remember(sl *msgSlot, o *op, v []byte, p unsafe.Pointer, n int) {
+	*sl = msgSlot{o: o, b: append(sl.b[:0], v...), used: t.clock}
+	if o.kind == opRepeated && t.encodesRun(p, o, v) || o.kind != opRepeated && t.encodes(p, o, v) {
+		sl.p, sl.n = p, n
+	}
 }
 
 // Runs of a repeated field of messages are shared as a pointed-at
@@ -256,11 +263,7 @@ func (s *state) sharedRun(b []byte, i int, ptr unsafe.Pointer, o *op) (int, bool
 	if err != nil || !shareable {
 		return j, true, err
 	}
-	sl = oldest
-	*sl = msgSlot{o: o, b: append(sl.b[:0], run...), used: t.clock}
-	if p := (*sliceHeader)(ptr).data; t.encodesRun(p, o, run) {
-		sl.p, sl.n = p, n
-	}
+	t.remember(oldest, o, run, (*sliceHeader)(ptr).data, n)
 	return j, true, nil
 }
 

@@ -112,27 +112,41 @@ func TestMessageSharingMerge(t *testing.T) {
 	pb := marshalPod(t, patch)
 
 	// ProtobufInto an object that shares its security context.
-	want := upstreamPod(t, marshalPod(t, pods[2]))
-	if err := want.Unmarshal(pb); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.ProtobufInto(pb, objs[2]); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, objs[2]); diff != "" {
-		t.Errorf("merge differs from the generated decoder's (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pods[1])), objs[1]); diff != "" {
-		t.Errorf("an object sharing the merged value changed (-want +got):\n%s", diff)
-	}
+	mergeChecked(t, d, objs[2], pods[2], pb)
+	unchanged(t, objs[1], pods[1], "an object sharing the merged value")
 
 	// The field twice in one message: its first value comes from the table.
 	b := append(marshalPod(t, pods[3]), pb...)
 	decodeBytesChecked(t, d, b) // a field twice, as the generated decoder merges it
-	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pods[1])), objs[1]); diff != "" {
-		t.Errorf("an object sharing the value merged into changed (-want +got):\n%s", diff)
-	}
+	unchanged(t, objs[1], pods[1], "an object sharing the value merged into")
 	decodePods(t, d, pods[3]) // the table's value unchanged
+}
+
+// mergeChecked merges patch into obj, an object d decoded from pod, with
+// ProtobufInto, checks it against the generated decoder's merge of patch
+// into pod, and returns that.
+func mergeChecked(t *testing.T, d *Decoder[*corev1.Pod], obj, pod *corev1.Pod, patch []byte) *corev1.Pod {
+	t.Helper()
+	want := upstreamPod(t, marshalPod(t, pod))
+	if err := want.Unmarshal(patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ProtobufInto(patch, obj); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, obj); diff != "" {
+		t.Errorf("merge differs from the generated decoder's (-want +got):\n%s", diff)
+	}
+	return want
+}
+
+// unchanged checks that obj, what the test calls it, is still what the
+// generated decoder makes of pod.
+func unchanged(t *testing.T, obj, pod *corev1.Pod, what string) {
+	t.Helper()
+	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pod)), obj); diff != "" {
+		t.Errorf("%s changed (-want +got):\n%s", what, diff)
+	}
 }
 
 // A message holding a Quantity held as an inf.Dec is not shared: a
@@ -327,19 +341,8 @@ func TestRunSharingAppend(t *testing.T) {
 	pb := marshalPod(t, extra)
 
 	// ProtobufInto an object that shares its tolerations.
-	want := upstreamPod(t, marshalPod(t, pods[2]))
-	if err := want.Unmarshal(pb); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.ProtobufInto(pb, objs[2]); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, objs[2]); diff != "" {
-		t.Errorf("merge differs from the generated decoder's (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pods[1])), objs[1]); diff != "" {
-		t.Errorf("an object sharing the run changed (-want +got):\n%s", diff)
-	}
+	want := mergeChecked(t, d, objs[2], pods[2], pb)
+	unchanged(t, objs[1], pods[1], "an object sharing the run")
 
 	// A toleration after the spec's other fields, in a second spec: the
 	// run before it is the table's, and the append must not land where
@@ -350,9 +353,7 @@ func TestRunSharingAppend(t *testing.T) {
 	if n := len(got.Spec.Tolerations); n != len(pods[3].Spec.Tolerations)+1 {
 		t.Fatalf("%d tolerations, want %d", n, len(pods[3].Spec.Tolerations)+1)
 	}
-	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pods[1])), objs[1]); diff != "" {
-		t.Errorf("an object sharing the run changed (-want +got):\n%s", diff)
-	}
+	unchanged(t, objs[1], pods[1], "an object sharing the run")
 	if diff := cmp.Diff(want, objs[2]); diff != "" {
 		t.Errorf("the merged object changed (-want +got):\n%s", diff)
 	}

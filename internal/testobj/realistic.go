@@ -154,6 +154,30 @@ func randomName(seed uint64, n int) string {
 	return string(b)
 }
 
+// OwnTokenVolume renames the projected service-account token volume of
+// p, the i-th realistic Pod, and its containers' mounts of it, to a name
+// of the Pod's own, as ServiceAccount admission names it in a cluster
+// (kube-api-access- and five generated characters). RealisticPodCreate
+// names it for the ReplicaSet: the test server runs no such admission, so
+// the volume comes with the create.
+func OwnTokenVolume(p *corev1.Pod, i int) {
+	name := "kube-api-access-" + randomName(uint64(i)*7919+3301, 5)
+	for k := range p.Spec.Volumes {
+		v := &p.Spec.Volumes[k]
+		if v.Projected == nil || !strings.HasPrefix(v.Name, "kube-api-access-") {
+			continue
+		}
+		for c := range p.Spec.Containers {
+			for m := range p.Spec.Containers[c].VolumeMounts {
+				if vm := &p.Spec.Containers[c].VolumeMounts[m]; vm.Name == v.Name {
+					vm.Name = name
+				}
+			}
+		}
+		v.Name = name
+	}
+}
+
 // podSuffix returns the 5 characters that end the i-th realistic Pod's name, as a ReplicaSet's
 // generated names end: distinct for every i below 27^5.
 func podSuffix(i int) string {
