@@ -142,7 +142,9 @@ func BenchmarkDecodePod(b *testing.B) {
 //     them, as controller-runtime offers), and wire.Options.DropManagedFields;
 //   - object=projection: client-go's objects cut by a transform to a few fields
 //     (testobj.SlimPod: those of benchSlim, plus labels and owners), and benchSlim decoded by
-//     package wire, annotations dropped.
+//     package wire, annotations dropped;
+//   - object=compact: a compact store's records of the same bytes and the runs they share;
+//   - tokens=own: each Pod's token volume named for the Pod, as a cluster names it.
 func BenchmarkRealisticPodHeap(b *testing.B) {
 	pods := testobj.RealisticPods("bench-realistic", 2000, 20)
 	msgs := make([][]byte, len(pods))
@@ -192,6 +194,11 @@ func BenchmarkRealisticPodHeap(b *testing.B) {
 		heldPerObject(b, own, upstream(func(p *corev1.Pod) *corev1.Pod { return p }))
 	})
 	b.Run("object=full/tokens=own/impl=typed", func(b *testing.B) { heldPerObject(b, own, typed(b, Options{})) })
+	// object=compact: the records a compact store keeps of the same
+	// bytes (Compact.Protobuf, as its list makes them), with the runs they
+	// share and the codec's tables, a new codec each round.
+	b.Run("object=compact/impl=typed", func(b *testing.B) { compactHeld(b, msgs) })
+	b.Run("object=compact/tokens=own/impl=typed", func(b *testing.B) { compactHeld(b, own) })
 	b.Run("object=nomanagedfields/impl=upstream", func(b *testing.B) {
 		heldPerObject(b, msgs, upstream(func(p *corev1.Pod) *corev1.Pod { p.ManagedFields = nil; return p }))
 	})
@@ -228,6 +235,39 @@ func heldPerObject(b *testing.B, msgs [][]byte, decode func([]byte) (any, error)
 		b.StopTimer()
 		perObject = float64(liveHeap()-before) / float64(len(msgs))
 		runtime.KeepAlive(held)
+		b.StartTimer()
+	}
+	b.ReportMetric(perObject, "B/object")
+}
+
+// compactHeld is heldPerObject for the records of a new Compact each
+// round, which holds the runs they share.
+func compactHeld(b *testing.B, msgs [][]byte) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var c *Compact[*corev1.Pod]
+	b.ReportAllocs()
+	var perObject float64
+	for b.Loop() {
+		b.StopTimer()
+		before := liveHeap()
+		b.StartTimer()
+		c = NewCompact(d, 0)
+		held := make([]*Record, len(msgs))
+		for i, m := range msgs {
+			r, err := c.Protobuf(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			held[i] = r
+		}
+		c.EndList()
+		b.StopTimer()
+		perObject = float64(liveHeap()-before) / float64(len(msgs))
+		runtime.KeepAlive(held)
+		runtime.KeepAlive(c)
 		b.StartTimer()
 	}
 	b.ReportMetric(perObject, "B/object")

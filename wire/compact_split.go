@@ -49,6 +49,9 @@ const (
 	// seenSets is the size of the table of values met once, in sets of
 	// four hashes: 4,096 values.
 	seenSets = 1 << 10
+	// spanSets is the size of the table of spans met once (see closeSpan),
+	// in sets of four hashes: 1,024 spans.
+	spanSets = 1 << 8
 	// maxRuns and maxRunBytes bound the table of shared runs: past
 	// either, it is emptied and starts over. Records keep the runs they
 	// point at.
@@ -81,6 +84,10 @@ type sharedRuns struct {
 	// ever shared (in about one table of a hundred, for a Widget's 50
 	// objects: TestSharedRunsValuesInOneSet).
 	seen []onceSet
+	// spans is seen for the spans of messages' fields, apart: most spans
+	// hold a field of their object's own and are never met again, and in
+	// seen they would push out the values siblings share.
+	spans []onceSet
 	// again counts the meetings of the values met again that were not
 	// made runs, by hash, with the meeting before which each is not looked
 	// at again; it is emptied when it holds maxAgain.
@@ -98,7 +105,7 @@ type sharedRuns struct {
 }
 
 func newSharedRuns() sharedRuns {
-	return sharedRuns{seed: maphash.MakeSeed(), seen: make([]onceSet, seenSets), again: make(map[uint64]againCount),
+	return sharedRuns{seed: maphash.MakeSeed(), seen: make([]onceSet, seenSets), spans: make([]onceSet, spanSets), again: make(map[uint64]againCount),
 		runs: make(map[uint64]string), maxRuns: maxRuns, maxBytes: maxRunBytes}
 }
 
@@ -118,29 +125,32 @@ func (t *sharedRuns) hash(v []byte) uint64 { return maphash.Bytes(t.seed, v) | 1
 // seenSet returns the set of seen that holds the hash h when it is there.
 func (t *sharedRuns) seenSet(h uint64) *onceSet { return &t.seen[h>>32&(seenSets-1)] }
 
-// share returns the shared run equal to v if v is one; otherwise it
-// remembers v as met, or says it was met before, how many times in all and
-// when it is due to be looked at again, with the hash promote takes.
-func (t *sharedRuns) share(v []byte) (run string, h uint64, m meeting, a againCount) {
+// spanSet is seenSet for a span's hash.
+func (t *sharedRuns) spanSet(h uint64) *onceSet { return &t.spans[h>>32&(spanSets-1)] }
+
+// share returns the shared run equal to v, of hash h, if v is one;
+// otherwise it remembers v as met, in set (seenSet's or spanSet's), or says
+// it was met before, how many times in all and when it is due to be looked
+// at again.
+func (t *sharedRuns) share(v []byte, h uint64, set *onceSet) (run string, m meeting, a againCount) {
 	t.shared++
-	h = t.hash(v)
 	if s, ok := t.runs[h]; ok {
 		if s == string(v) {
-			return s, h, isSharedRun, againCount{}
+			return s, isSharedRun, againCount{}
 		}
-		return "", h, metFirst, againCount{met: 1} // a different value with the same hash is not shared
+		return "", metFirst, againCount{met: 1} // a different value with the same hash is not shared
 	}
 	if a, ok := t.again[h]; ok {
 		if a.met < math.MaxUint8 {
 			a.met++
 			t.again[h] = a
 		}
-		return "", h, metAgain, a
+		return "", metAgain, a
 	}
-	if !t.seenSet(h).seenBefore(h) {
-		return "", h, metFirst, againCount{met: 1}
+	if !set.seenBefore(h) {
+		return "", metFirst, againCount{met: 1}
 	}
-	return "", h, metAgain, againCount{met: 2}
+	return "", metAgain, againCount{met: 2}
 }
 
 // againCount is what the table knows of a value met again and not made a
@@ -165,10 +175,10 @@ func (t *sharedRuns) notPromoted(h uint64, met, due int) {
 	t.again[h] = a
 }
 
-// lookup returns the shared run equal to v, if there is one, and changes
-// nothing.
-func (t *sharedRuns) lookup(v []byte) (string, bool) {
-	s, ok := t.runs[t.hash(v)]
+// lookup returns the shared run equal to v, of hash h, if there is one,
+// and changes nothing.
+func (t *sharedRuns) lookup(v []byte, h uint64) (string, bool) {
+	s, ok := t.runs[h]
 	return s, ok && s == string(v)
 }
 
@@ -215,6 +225,8 @@ type splitter struct {
 	// at its place in old.
 	old     []byte
 	oldRefs []ref
+	// made holds the runs made while this record is cut (see madeRun).
+	made []*byte
 }
 
 // record returns the record of src, an encoding in JSON or protobuf. It
@@ -235,6 +247,7 @@ type splitter struct {
 // from old hold the bytes they cover in src.
 func (s *splitter) record(src []byte, json bool, old *Record) *Record {
 	s.src, s.json, s.own, s.refs, s.from, s.maxDepth = src, json, s.own[:0], s.refs[:0], 0, maxSplitDepth
+	defer func() { clear(s.made); s.made = s.made[:0] }()
 	if old != nil && !json && !old.json {
 		s.old, s.oldRefs = old.appendPlaced(s.old[:0], s.oldRefs[:0])
 		s.message(0, len(src), 0, 0, len(s.old))
@@ -267,16 +280,21 @@ func (s *splitter) value(start, end, depth int) {
 // cut shares src[start:end], a value at depth, if it is a shared run or
 // becomes one, and reports whether it did.
 func (s *splitter) cut(start, end, depth int) bool {
+	return s.cutHashed(start, end, depth, s.runs.hash(s.src[start:end]))
+}
+
+// cutHashed is cut of a value whose hash is h.
+func (s *splitter) cutHashed(start, end, depth int, h uint64) bool {
 	v := s.src[start:end]
 	if s.dry {
-		if _, ok := s.runs.lookup(v); ok {
+		if _, ok := s.runs.lookup(v, h); ok {
 			s.covered += len(v)
 			s.coveredRuns++
 			return true
 		}
 		return false
 	}
-	run, h, m, a := s.runs.share(v)
+	run, m, a := s.runs.share(v, h, s.runs.seenSet(h))
 	switch m {
 	case metFirst:
 		return false
@@ -288,12 +306,38 @@ func (s *splitter) cut(start, end, depth int) bool {
 			}
 		}
 		run = s.runs.promote(h, v)
+		if !s.dry {
+			s.made = append(s.made, unsafe.StringData(run))
+		}
 	}
+	s.take(start, end, run)
+	return true
+}
+
+// sharedRun puts src[start:end] in the record as a ref, and reports
+// whether it did, if it is a shared run made before this record was cut:
+// a field that stays in its message's span. A value the object holds
+// twice (the mount of its token volume in each of its containers, in a
+// cluster) is made a run at its second meeting, and is then the object's
+// own, which no sibling's span holds: it ends a span as a value looked
+// into does.
+func (s *splitter) sharedRun(start, end int, h uint64) bool {
+	run, ok := s.runs.lookup(s.src[start:end], h)
+	if !ok || slices.Contains(s.made, unsafe.StringData(run)) {
+		return false
+	}
+	s.runs.shared++
+	s.take(start, end, run)
+	return true
+}
+
+// take puts src[start:end], whose bytes are run's, in the record as a ref
+// to run, after what lies before it.
+func (s *splitter) take(start, end int, run string) {
 	s.gap(start)
 	s.own = append(s.own, s.src[s.from:start]...)
 	s.refs = append(s.refs, ref{at: uint32(len(s.own)), n: uint32(len(run)), p: unsafe.StringData(run)})
 	s.from = end
-	return true
 }
 
 // gap shares src[from:end], the bytes between the last run and the next
@@ -307,7 +351,8 @@ func (s *splitter) gap(end int) {
 	if len(v) < minRun {
 		return
 	}
-	run, h, m, a := s.runs.share(v)
+	h := s.runs.hash(v)
+	run, m, a := s.runs.share(v, h, s.runs.seenSet(h))
 	switch m {
 	case metFirst:
 		return
@@ -382,6 +427,8 @@ func (s *splitter) worthPromoting(start, end, depth int, a againCount) (due int)
 // without old.
 func (s *splitter) message(start, end, depth, ostart, oend int) {
 	b, ob, oi := s.src[:end], s.old[:oend], ostart
+	spans := ostart == oend && !s.dry
+	span := s.mark(start)
 	for i := start; i < end; {
 		num, typ, next, err := tag(b, i)
 		if err != nil {
@@ -421,26 +468,131 @@ func (s *splitter) message(start, end, depth, ostart, oend int) {
 		}
 		switch {
 		case ve-vs < minRun:
-		case ove-ovs == ve-vs && string(b[vs:ve]) == string(ob[ovs:ove]):
-			s.reuse(vs, ve, ovs)
-		case s.cut(vs, ve, depth) || depth >= s.maxDepth:
-		case s.src[vs] == '{':
-			s.embeddedJSON(vs, ve, depth+1)
+		case ove-ovs == ve-vs && string(b[vs:ve]) == string(ob[ovs:ove]) && s.reuse(vs, ve, ovs):
+		case !spans:
+			s.lookInto(vs, ve, depth, ovs, ove, s.runs.hash(b[vs:ve]))
 		default:
-			s.message(vs, ve, depth+1, ovs, ove)
+			h := s.runs.hash(b[vs:ve])
+			if s.sharedRun(vs, ve, h) {
+				break
+			}
+			s.closeSpan(span, i)
+			s.lookInto(vs, ve, depth, ovs, ove, h)
+			span = s.mark(ve)
 		}
 		i = ve
 	}
+	if spans && span.at != start { // else it is the whole message, a value cut already
+		s.closeSpan(span, end)
+	}
+}
+
+// lookInto cuts the value src[start:end] at depth, of hash h, and if it
+// is not a shared run, looks into it beside old[ostart:oend] (see message).
+func (s *splitter) lookInto(start, end, depth, ostart, oend int, h uint64) {
+	switch {
+	case s.cutHashed(start, end, depth, h) || depth >= s.maxDepth:
+	case s.src[start] == '{':
+		s.embeddedJSON(start, end, depth+1)
+	default:
+		s.message(start, end, depth+1, ostart, oend)
+	}
+}
+
+// Spans. A message that is not a shared run as a whole is cut field by
+// field, and a field whose value differs from every sibling's is looked
+// into. The fields around it are often the siblings' byte for byte: a
+// container whose mounts name the Pod's own token volume (a cluster's
+// ServiceAccount admission names it per Pod) has a dozen shared values
+// before that mount and more after it, each a ref, with the short fields
+// between them in the record's own bytes. A span is the fields of a
+// message between two that were looked into (or its start or end): once
+// cut, if its bytes are a shared run, the span takes that one run's place
+// instead of its refs and own bytes.
+//
+// A span met again is made a run once its meetings so far would have paid
+// for it, as worthPromoting reckons for a value mostly covered by runs
+// (which a span is: it holds at least two): the run is a second copy of
+// the runs inside it. Spans are cut only in a record cut on its own (a
+// listed or added object): a record cut beside the one it replaces (an
+// update of the same object) takes old's spans inside the fields that did
+// not change (reuse), and cuts the messages that did field by field, as
+// before spans, so that an object's updates neither pay for looking its
+// spans up nor make runs of spans no sibling has (a metadata span with
+// the object's resource version). A field of a changed message that lay
+// inside one of old's spans is cut as a changed one (see reuse).
+
+// spanMark is where a span starts: at src[at:], and the split's state
+// there, to go back to.
+type spanMark struct{ at, own, refs, from int }
+
+func (s *splitter) mark(at int) spanMark { return spanMark{at, len(s.own), len(s.refs), s.from} }
+
+// closeSpan ends the span m at src[end:]: if its bytes are a shared run,
+// or become one, the refs and own bytes its fields were cut into since m
+// give way to one ref.
+func (s *splitter) closeSpan(m spanMark, end int) {
+	n := len(s.refs) - m.refs
+	if end-m.at < minRun || n == 0 || n == 1 && int(s.refs[m.refs].n) == end-m.at {
+		return // nothing to share, or one run already
+	}
+	v := s.src[m.at:end]
+	h := s.runs.hash(v)
+	run, met, a := s.runs.share(v, h, s.runs.spanSet(h))
+	switch met {
+	case metFirst:
+		return
+	case metAgain:
+		if due := s.spanDue(m, len(v), a); due != 0 {
+			s.runs.notPromoted(h, int(a.met), due)
+			return
+		}
+		run = s.runs.promote(h, v)
+	}
+	clear(s.refs[m.refs:]) // drop the runs
+	s.own, s.refs, s.from = s.own[:m.own], s.refs[:m.refs], m.from
+	s.take(m.at, end, run)
+}
+
+// spanDue is worthPromoting for a span of n bytes marked by m, met again
+// as a says: 0 if it is to be made a run now, otherwise the meeting
+// before which it is not looked at again.
+func (s *splitter) spanDue(m spanMark, n int, a againCount) int {
+	met := int(a.met)
+	if a.due == math.MaxUint8 || met < int(a.due) {
+		return int(a.due)
+	}
+	covered := 0
+	for _, r := range s.refs[m.refs:] {
+		covered += int(r.n)
+	}
+	saves := max(n-covered, 0) + refSize*(len(s.refs)-m.refs-1)
+	cost := allocBytes(n)
+	if met*saves >= cost {
+		return 0
+	}
+	if cost/saves >= math.MaxUint8 {
+		return math.MaxUint8
+	}
+	return (cost + saves - 1) / saves
 }
 
 // reuse puts in the record the runs of the record it replaces that lie
 // inside old[ostart:ostart+end-start], at the same places in
 // src[start:end], whose bytes are the same. What lies between them in old
 // was its own bytes, and is here: only the bytes before the first, which
-// began before the value, are looked up as a gap.
-func (s *splitter) reuse(start, end, ostart int) {
+// began before the value, are looked up as a gap. It reports false, and
+// does nothing, if the value lay inside one of old's runs that began
+// before it (a span of its message's fields): the caller then cuts it as
+// a changed value.
+func (s *splitter) reuse(start, end, ostart int) bool {
 	oend := ostart + end - start
 	k, _ := slices.BinarySearchFunc(s.oldRefs, ostart, func(r ref, at int) int { return cmp.Compare(int(r.at), at) })
+	if k > 0 {
+		if r := s.oldRefs[k-1]; int(r.at)+int(r.n) >= oend {
+			return false
+		}
+	}
 	for first := true; k < len(s.oldRefs); k++ {
 		r := s.oldRefs[k]
 		if int(r.at)+int(r.n) > oend {
@@ -455,6 +607,7 @@ func (s *splitter) reuse(start, end, ostart int) {
 		s.refs = append(s.refs, ref{at: uint32(len(s.own)), n: r.n, p: r.p})
 		s.from = at + int(r.n)
 	}
+	return true
 }
 
 // embeddedJSON cuts the value src[start:end], a bytes field of a protobuf
