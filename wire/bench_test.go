@@ -218,12 +218,37 @@ func BenchmarkRealisticPodHeap(b *testing.B) {
 // heldPerObject decodes every message with decode, keeping the objects, and reports the live
 // heap they hold per object (B/object), after a full collection.
 func heldPerObject(b *testing.B, msgs [][]byte, decode func([]byte) (any, error)) {
+	heldEachRound(b, msgs, func() func([]byte) (any, error) { return decode })
+}
+
+// compactHeld is heldPerObject for the records of a new Compact each
+// round, which holds the runs they share and its tables.
+func compactHeld(b *testing.B, msgs [][]byte) {
+	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	heldEachRound(b, msgs, func() func([]byte) (any, error) {
+		c, n := NewCompact(d, 0), 0
+		return func(m []byte) (any, error) {
+			if n++; n == len(msgs) {
+				defer c.EndList()
+			}
+			return c.Protobuf(m)
+		}
+	})
+}
+
+// heldEachRound is heldPerObject with the decode function round returns
+// for each round, which lives as long as the objects.
+func heldEachRound(b *testing.B, msgs [][]byte, round func() func([]byte) (any, error)) {
 	b.ReportAllocs()
 	var perObject float64
 	for b.Loop() {
 		b.StopTimer()
 		before := liveHeap()
 		b.StartTimer()
+		decode := round()
 		held := make([]any, len(msgs))
 		for i, m := range msgs {
 			o, err := decode(m)
@@ -235,39 +260,7 @@ func heldPerObject(b *testing.B, msgs [][]byte, decode func([]byte) (any, error)
 		b.StopTimer()
 		perObject = float64(liveHeap()-before) / float64(len(msgs))
 		runtime.KeepAlive(held)
-		b.StartTimer()
-	}
-	b.ReportMetric(perObject, "B/object")
-}
-
-// compactHeld is heldPerObject for the records of a new Compact each
-// round, which holds the runs they share.
-func compactHeld(b *testing.B, msgs [][]byte) {
-	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var c *Compact[*corev1.Pod]
-	b.ReportAllocs()
-	var perObject float64
-	for b.Loop() {
-		b.StopTimer()
-		before := liveHeap()
-		b.StartTimer()
-		c = NewCompact(d, 0)
-		held := make([]*Record, len(msgs))
-		for i, m := range msgs {
-			r, err := c.Protobuf(m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			held[i] = r
-		}
-		c.EndList()
-		b.StopTimer()
-		perObject = float64(liveHeap()-before) / float64(len(msgs))
-		runtime.KeepAlive(held)
-		runtime.KeepAlive(c)
+		runtime.KeepAlive(decode)
 		b.StartTimer()
 	}
 	b.ReportMetric(perObject, "B/object")

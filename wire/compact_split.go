@@ -153,6 +153,26 @@ func (t *sharedRuns) share(v []byte, h uint64, set *onceSet) (run string, m meet
 	return "", metAgain, againCount{met: 2}
 }
 
+// meet is share of v, of hash h, met in set, that makes v a run if it was
+// met before and due says so: due returns 0 to make it one now, or else
+// the meeting before which it is not looked at again (-1: none; see
+// notPromoted). It returns the run, whether it was made now, and whether
+// there is one.
+func (t *sharedRuns) meet(v []byte, h uint64, set *onceSet, due func(againCount) int) (run string, made, ok bool) {
+	run, m, a := t.share(v, h, set)
+	switch m {
+	case metFirst:
+		return "", false, false
+	case metAgain:
+		if d := due(a); d != 0 {
+			t.notPromoted(h, int(a.met), d)
+			return "", false, false
+		}
+		return t.promote(h, v), true, true
+	}
+	return run, false, true
+}
+
 // againCount is what the table knows of a value met again and not made a
 // run: how many times it was met, and the meeting before which it is not
 // looked at again (math.MaxUint8: never).
@@ -294,21 +314,17 @@ func (s *splitter) cutHashed(start, end, depth int, h uint64) bool {
 		}
 		return false
 	}
-	run, m, a := s.runs.share(v, h, s.runs.seenSet(h))
-	switch m {
-	case metFirst:
+	run, made, ok := s.runs.meet(v, h, s.runs.seenSet(h), func(a againCount) int {
+		if depth >= s.maxDepth {
+			return 0
+		}
+		return s.worthPromoting(start, end, depth, a)
+	})
+	if !ok {
 		return false
-	case metAgain:
-		if depth < s.maxDepth {
-			if due := s.worthPromoting(start, end, depth, a); due != 0 {
-				s.runs.notPromoted(h, int(a.met), due)
-				return false
-			}
-		}
-		run = s.runs.promote(h, v)
-		if !s.dry {
-			s.made = append(s.made, unsafe.StringData(run))
-		}
+	}
+	if made {
+		s.made = append(s.made, unsafe.StringData(run))
 	}
 	s.take(start, end, run)
 	return true
@@ -352,16 +368,14 @@ func (s *splitter) gap(end int) {
 		return
 	}
 	h := s.runs.hash(v)
-	run, m, a := s.runs.share(v, h, s.runs.seenSet(h))
-	switch m {
-	case metFirst:
-		return
-	case metAgain:
+	run, _, ok := s.runs.meet(v, h, s.runs.seenSet(h), func(a againCount) int {
 		if a.met < gapPromoteAfter {
-			s.runs.notPromoted(h, int(a.met), 0)
-			return
+			return -1
 		}
-		run = s.runs.promote(h, v)
+		return 0
+	})
+	if !ok {
+		return
 	}
 	s.refs = append(s.refs, ref{at: uint32(len(s.own)), n: uint32(len(run)), p: unsafe.StringData(run)})
 	s.from = end
@@ -538,16 +552,9 @@ func (s *splitter) closeSpan(m spanMark, end int) {
 	}
 	v := s.src[m.at:end]
 	h := s.runs.hash(v)
-	run, met, a := s.runs.share(v, h, s.runs.spanSet(h))
-	switch met {
-	case metFirst:
+	run, _, ok := s.runs.meet(v, h, s.runs.spanSet(h), func(a againCount) int { return s.spanDue(m, len(v), a) })
+	if !ok {
 		return
-	case metAgain:
-		if due := s.spanDue(m, len(v), a); due != 0 {
-			s.runs.notPromoted(h, int(a.met), due)
-			return
-		}
-		run = s.runs.promote(h, v)
 	}
 	clear(s.refs[m.refs:]) // drop the runs
 	s.own, s.refs, s.from = s.own[:m.own], s.refs[:m.refs], m.from
