@@ -2,9 +2,11 @@ package wire
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/typedkube/informer/internal/testobj"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // containerSpans returns where the containers of a Pod's encoding lie:
@@ -124,6 +126,25 @@ func TestRecordBesideSpan(t *testing.T) {
 	t.Logf("record %d B, before %d B; the app container: %d refs, %d B own of %d", r.Bytes(), old.Bytes(), refs, own, app[1]-app[0])
 	if own > 450 {
 		t.Errorf("the changed container holds %d B of its own (of %d), want at most 450", own, app[1]-app[0])
+	}
+
+	// An update cuts no spans, not even in the messages whose fields it
+	// no longer pairs with old's: a volume added puts a volume where old
+	// has its first container, and the containers are cut without old;
+	// the first, given another image and a variable more, has spans no
+	// record had (a record cut on its own would meet them).
+	p = pods[len(pods)-1].DeepCopy()
+	p.ResourceVersion += "2"
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "EXTRA", Value: "1"})
+	p.Spec.Containers[0].Image += "-patched"
+	spans := slices.Clone(runs.spans)
+	enc = marshalPod(t, p)
+	if got := s.record(enc, false, old).AppendTo(nil); !bytes.Equal(got, enc) {
+		t.Fatalf("the record beside gives back %d bytes that are not its %d", len(got), len(enc))
+	}
+	if !slices.Equal(spans, runs.spans) {
+		t.Error("an update's record met spans")
 	}
 }
 

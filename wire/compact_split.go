@@ -245,8 +245,11 @@ type splitter struct {
 	// at its place in old.
 	old     []byte
 	oldRefs []ref
-	// made holds the runs made while this record is cut (see madeRun).
+	// made holds the runs made while this record is cut (see sharedRun).
 	made []*byte
+	// beside is set while a record is cut beside the one it replaces:
+	// then no spans are cut (see closeSpan).
+	beside bool
 }
 
 // record returns the record of src, an encoding in JSON or protobuf. It
@@ -270,6 +273,8 @@ func (s *splitter) record(src []byte, json bool, old *Record) *Record {
 	defer func() { clear(s.made); s.made = s.made[:0] }()
 	if old != nil && !json && !old.json {
 		s.old, s.oldRefs = old.appendPlaced(s.old[:0], s.oldRefs[:0])
+		s.beside = true
+		defer func() { s.beside = false }()
 		s.message(0, len(src), 0, 0, len(s.old))
 		clear(s.oldRefs) // drop the runs
 		s.oldRefs = s.oldRefs[:0]
@@ -441,7 +446,7 @@ func (s *splitter) worthPromoting(start, end, depth int, a againCount) (due int)
 // without old.
 func (s *splitter) message(start, end, depth, ostart, oend int) {
 	b, ob, oi := s.src[:end], s.old[:oend], ostart
-	spans := ostart == oend && !s.dry
+	spans := !s.beside && !s.dry
 	span := s.mark(start)
 	for i := start; i < end; {
 		num, typ, next, err := tag(b, i)
@@ -575,10 +580,10 @@ func (s *splitter) spanDue(m spanMark, n int, a againCount) int {
 	}
 	saves := max(n-covered, 0) + refSize*(len(s.refs)-m.refs-1)
 	cost := allocBytes(n)
-	if met*saves >= cost {
+	if saves > 0 && met*saves >= cost {
 		return 0
 	}
-	if cost/saves >= math.MaxUint8 {
+	if saves <= 0 || cost/saves >= math.MaxUint8 {
 		return math.MaxUint8
 	}
 	return (cost + saves - 1) / saves
