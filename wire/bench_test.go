@@ -181,14 +181,8 @@ func BenchmarkRealisticPodHeap(b *testing.B) {
 	// for the ReplicaSet (the test server runs no such admission): the
 	// Pod's volumes and each container's mounts are then its own.
 	own := make([][]byte, len(pods))
-	for i, p := range pods {
-		p = p.DeepCopy()
-		testobj.OwnTokenVolume(p, i)
-		m, err := p.Marshal()
-		if err != nil {
-			b.Fatal(err)
-		}
-		own[i] = m
+	for i, p := range ownTokenPods("bench-realistic", len(pods), 20) {
+		own[i] = marshalPod(b, p)
 	}
 	b.Run("object=full/tokens=own/impl=upstream", func(b *testing.B) {
 		heldPerObject(b, own, upstream(func(p *corev1.Pod) *corev1.Pod { return p }))

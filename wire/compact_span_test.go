@@ -13,35 +13,30 @@ import (
 // the value of each spec.containers field, in order.
 func containerSpans(t *testing.T, enc []byte) [][2]int {
 	t.Helper()
-	field := func(b []byte, start, end, num int) [][2]int {
-		var out [][2]int
-		for i := start; i < end; {
-			n, typ, next, err := tag(b[:end], i)
-			if err != nil {
-				t.Fatalf("tag at %d: %v", i, err)
+	// values returns the values of field num of the message b, a part of
+	// enc whose capacity runs to enc's end, as fields slices them.
+	values := func(b []byte, num int32) [][]byte {
+		var out [][]byte
+		if err := fields(b, func(n int32, typ int, v []byte) error {
+			if n == num && typ == wireBytes {
+				out = append(out, v)
 			}
-			if typ != wireBytes {
-				if i, err = skip(b[:end], next, typ); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			vs, ve, err := lengthDelimited(b[:end], next)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if int(n) == num {
-				out = append(out, [2]int{vs, ve})
-			}
-			i = ve
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 		return out
 	}
-	spec := field(enc, 0, len(enc), 2)
+	spec := values(enc, 2)
 	if len(spec) != 1 {
 		t.Fatalf("%d specs in the encoding", len(spec))
 	}
-	return field(enc, spec[0][0], spec[0][1], 2)
+	var out [][2]int
+	for _, c := range values(spec[0], 2) {
+		at := cap(enc) - cap(c)
+		out = append(out, [2]int{at, at + len(c)})
+	}
+	return out
 }
 
 // refsIn counts the refs of r that lie inside enc[start:end], r's

@@ -245,7 +245,7 @@ type splitter struct {
 	// at its place in old.
 	old     []byte
 	oldRefs []ref
-	// made holds the runs made while this record is cut (see sharedRun).
+	// made holds the runs made while this record is cut (see takeShared).
 	made []*byte
 	// beside is set while a record is cut beside the one it replaces:
 	// then no spans are cut (see closeSpan).
@@ -270,11 +270,9 @@ type splitter struct {
 // from old hold the bytes they cover in src.
 func (s *splitter) record(src []byte, json bool, old *Record) *Record {
 	s.src, s.json, s.own, s.refs, s.from, s.maxDepth = src, json, s.own[:0], s.refs[:0], 0, maxSplitDepth
-	defer func() { clear(s.made); s.made = s.made[:0] }()
-	if old != nil && !json && !old.json {
+	s.beside = old != nil && !json && !old.json
+	if s.beside {
 		s.old, s.oldRefs = old.appendPlaced(s.old[:0], s.oldRefs[:0])
-		s.beside = true
-		defer func() { s.beside = false }()
 		s.message(0, len(src), 0, 0, len(s.old))
 		clear(s.oldRefs) // drop the runs
 		s.oldRefs = s.oldRefs[:0]
@@ -285,7 +283,8 @@ func (s *splitter) record(src []byte, json bool, old *Record) *Record {
 	s.own = append(s.own, src[s.from:]...)
 	r := newRecord(s.own, s.refs, len(src), json)
 	clear(s.refs) // drop the runs
-	s.src = nil
+	clear(s.made)
+	s.src, s.made = nil, s.made[:0]
 	return r
 }
 
@@ -335,14 +334,14 @@ func (s *splitter) cutHashed(start, end, depth int, h uint64) bool {
 	return true
 }
 
-// sharedRun puts src[start:end] in the record as a ref, and reports
+// takeShared puts src[start:end] in the record as a ref, and reports
 // whether it did, if it is a shared run made before this record was cut:
 // a field that stays in its message's span. A value the object holds
 // twice (the mount of its token volume in each of its containers, in a
 // cluster) is made a run at its second meeting, and is then the object's
 // own, which no sibling's span holds: it ends a span as a value looked
 // into does.
-func (s *splitter) sharedRun(start, end int, h uint64) bool {
+func (s *splitter) takeShared(start, end int, h uint64) bool {
 	run, ok := s.runs.lookup(s.src[start:end], h)
 	if !ok || slices.Contains(s.made, unsafe.StringData(run)) {
 		return false
@@ -413,21 +412,34 @@ func (s *splitter) coveredInside(start, end, depth int) (bytes, runs int) {
 // (promoteAfter, the rule until 2026-12-02) had 1 or 2 Pods left to share
 // it, and the copies held 3.4 MB.
 func (s *splitter) worthPromoting(start, end, depth int, a againCount) (due int) {
-	met := int(a.met)
-	if a.due == math.MaxUint8 || met < int(a.due) {
-		return int(a.due)
+	if due, waiting := a.waiting(); waiting {
+		return due
 	}
 	covered, runs := s.coveredInside(start, end, depth)
 	n := end - start
 	if covered*10 < n*promoteMax {
 		return 0
 	}
-	if met < promoteAfter {
+	if int(a.met) < promoteAfter {
 		return -1
 	}
-	saves := n - covered + refSize*(runs-1)
+	return copyDue(int(a.met), n, covered, runs)
+}
+
+// waiting reports whether a value met again as a says is not to be looked
+// at before a later meeting, and that meeting (math.MaxUint8: never).
+func (a againCount) waiting() (due int, ok bool) {
+	return int(a.due), a.due == math.MaxUint8 || a.met < a.due
+}
+
+// copyDue is when a copy of n bytes, of which covered lie in runs refs to
+// shared runs, met met times, pays for itself: 0 now, when the bytes and
+// refs its meetings so far save come to its block; else the meeting by
+// which they will (math.MaxUint8: never).
+func copyDue(met, n, covered, runs int) int {
+	saves := max(n-covered, 0) + refSize*(runs-1)
 	cost := allocBytes(n)
-	if met*saves >= cost {
+	if saves > 0 && met*saves >= cost {
 		return 0
 	}
 	if saves <= 0 || cost/saves >= math.MaxUint8 {
@@ -492,7 +504,7 @@ func (s *splitter) message(start, end, depth, ostart, oend int) {
 			s.lookInto(vs, ve, depth, ovs, ove, s.runs.hash(b[vs:ve]))
 		default:
 			h := s.runs.hash(b[vs:ve])
-			if s.sharedRun(vs, ve, h) {
+			if s.takeShared(vs, ve, h) {
 				break
 			}
 			s.closeSpan(span, i)
@@ -570,23 +582,14 @@ func (s *splitter) closeSpan(m spanMark, end int) {
 // as a says: 0 if it is to be made a run now, otherwise the meeting
 // before which it is not looked at again.
 func (s *splitter) spanDue(m spanMark, n int, a againCount) int {
-	met := int(a.met)
-	if a.due == math.MaxUint8 || met < int(a.due) {
-		return int(a.due)
+	if due, waiting := a.waiting(); waiting {
+		return due
 	}
 	covered := 0
 	for _, r := range s.refs[m.refs:] {
 		covered += int(r.n)
 	}
-	saves := max(n-covered, 0) + refSize*(len(s.refs)-m.refs-1)
-	cost := allocBytes(n)
-	if saves > 0 && met*saves >= cost {
-		return 0
-	}
-	if saves <= 0 || cost/saves >= math.MaxUint8 {
-		return math.MaxUint8
-	}
-	return (cost + saves - 1) / saves
+	return copyDue(int(a.met), n, covered, len(s.refs)-m.refs)
 }
 
 // reuse puts in the record the runs of the record it replaces that lie
