@@ -144,7 +144,8 @@ func BenchmarkDecodePod(b *testing.B) {
 //     (testobj.SlimPod: those of benchSlim, plus labels and owners), and benchSlim decoded by
 //     package wire, annotations dropped;
 //   - object=compact: a compact store's records of the same bytes and the runs they share;
-//   - tokens=own: each Pod's token volume named for the Pod, as a cluster names it.
+//   - tokens=own: testobj.OwnTokenPods, each Pod's token volume named for the Pod, as a
+//     cluster's ServiceAccount admission names it.
 func BenchmarkRealisticPodHeap(b *testing.B) {
 	pods := testobj.RealisticPods("bench-realistic", 2000, 20)
 	msgs := make([][]byte, len(pods))
@@ -177,11 +178,11 @@ func BenchmarkRealisticPodHeap(b *testing.B) {
 	b.Run("object=full/impl=typed", func(b *testing.B) { heldPerObject(b, msgs, typed(b, Options{})) })
 	// tokens=own: each Pod's service-account token volume named for the
 	// Pod, as ServiceAccount admission names it in a cluster (after the
-	// field manager: in no managedFields entry), where the fixture names it
-	// for the ReplicaSet (the test server runs no such admission): the
-	// Pod's volumes and each container's mounts are then its own.
+	// field manager: in no managedFields entry), where RealisticPods name
+	// it for the ReplicaSet in the create: the Pod's volumes and each
+	// container's mounts are then its own.
 	own := make([][]byte, len(pods))
-	for i, p := range ownTokenPods("bench-realistic", len(pods), 20) {
+	for i, p := range testobj.OwnTokenPods("bench-realistic", len(pods), 20) {
 		own[i] = marshalPod(b, p)
 	}
 	b.Run("object=full/tokens=own/impl=upstream", func(b *testing.B) {

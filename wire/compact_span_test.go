@@ -63,7 +63,7 @@ func refsIn(r *Record, start, end int) (refs, own int) {
 func TestSpansAroundOwnValue(t *testing.T) {
 	runs := newSharedRuns()
 	s := &splitter{runs: &runs}
-	pods := ownTokenPods("shop", 60, 1) // one ReplicaSet's
+	pods := testobj.OwnTokenPods("shop", 60, 1) // one ReplicaSet's
 	var last *Record
 	var enc []byte
 	for _, p := range pods {
@@ -103,7 +103,7 @@ func TestSpansAroundOwnValue(t *testing.T) {
 func TestRecordBesideSpan(t *testing.T) {
 	runs := newSharedRuns()
 	s := &splitter{runs: &runs}
-	pods := ownTokenPods("shop", 60, 1)
+	pods := testobj.OwnTokenPods("shop", 60, 1)
 	var old *Record
 	for _, p := range pods {
 		old = s.record(marshalPod(t, p), false, nil)

@@ -702,7 +702,7 @@ func BenchmarkCompactRecord(b *testing.B) {
 	for _, w := range []struct {
 		name string
 		pods func(string, int, int) []*corev1.Pod
-	}{{"realistic", testobj.RealisticPods}, {"owntoken", ownTokenPods}, {"harsh", testobj.HarshPods}} {
+	}{{"realistic", testobj.RealisticPods}, {"owntoken", testobj.OwnTokenPods}, {"harsh", testobj.HarshPods}} {
 		b.Run("pods="+w.name, func(b *testing.B) {
 			pods := w.pods("shop", 4000, 40)
 			encs := make([][]byte, len(pods))
@@ -749,7 +749,7 @@ func TestCompactSharesNearIdenticalValues(t *testing.T) {
 		max  int
 	}{
 		{"realistic", testobj.RealisticPods, Options{}, 2050},
-		{"own token volumes", ownTokenPods, Options{}, 1950},
+		{"own token volumes", testobj.OwnTokenPods, Options{}, 1950},
 		{"harsh", testobj.HarshPods, Options{}, 3000},
 		{"harsh without managedFields", testobj.HarshPods, Options{DropManagedFields: true}, 2100},
 	} {
@@ -782,18 +782,6 @@ func TestCompactSharesNearIdenticalValues(t *testing.T) {
 			}
 		})
 	}
-}
-
-// ownTokenPods returns testobj.RealisticPods with each Pod's token volume
-// named for the Pod, as a cluster's ServiceAccount admission names it
-// (testobj.OwnTokenVolume): the volume and every container's mount of it
-// differ from a sibling's in five characters.
-func ownTokenPods(namespace string, n, replicaSets int) []*corev1.Pod {
-	pods := testobj.RealisticPods(namespace, n, replicaSets)
-	for i, p := range pods {
-		testobj.OwnTokenVolume(p, i)
-	}
-	return pods
 }
 
 // uvarintLen gives the length binary.AppendUvarint writes, which a

@@ -3,6 +3,7 @@ package testobj
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,9 +27,10 @@ import (
 //     ports, requests and limits, probes, volume mounts, a security
 //     context, and the defaults the API server sets;
 //   - volumes: ConfigMaps, an emptyDir and the projected service-account
-//     token volume (kube-api-access-*; named per ReplicaSet, not per Pod,
-//     because the test server's ServiceAccount admission is off and the
-//     volume comes with the create);
+//     token volume (kube-api-access-*; named per ReplicaSet, not per Pod:
+//     the volume comes with the create, where in a cluster ServiceAccount
+//     admission adds it to each Pod after the field manager, under a name
+//     of the Pod's own, as OwnTokenPod has it);
 //   - the not-ready and unreachable tolerations;
 //   - a running status: five conditions, three container statuses, Pod and
 //     host IPs;
@@ -63,12 +65,15 @@ func realisticStart(i int) metav1.Time {
 // RealisticPod returns the i-th realistic Pod of namespace, as the API
 // server returns it after RealisticPodCreate and RealisticPodStatus.
 func RealisticPod(namespace string, i, replicaSets int) *corev1.Pod {
-	return serverWritten(RealisticPodCreate(namespace, i, replicaSets), i, replicaSets)
+	p := RealisticPodCreate(namespace, i, replicaSets)
+	return serverWritten(p, ControllerFieldsV1(p), i, replicaSets)
 }
 
-// serverWritten returns p, the i-th realistic Pod's create, as the API
-// server returns it after the create and the kubelet's status update.
-func serverWritten(p *corev1.Pod, i, replicaSets int) *corev1.Pod {
+// serverWritten returns p, the i-th realistic Pod's create (as admitted),
+// as the API server returns it after the create and the kubelet's status
+// update; createFields is the FieldsV1 its field manager recorded for the
+// create (ControllerFieldsV1 of the create as sent).
+func serverWritten(p *corev1.Pod, createFields []byte, i, replicaSets int) *corev1.Pod {
 	created := metav1.NewTime(realisticEpoch.Add(time.Duration(i) * time.Second))
 	started := realisticStart(i)
 	p.UID = types.UID(fmt.Sprintf("3f5e2a7c-%04x-4b1d-9e2f-%012x", i%replicaSets, i))
@@ -77,7 +82,7 @@ func serverWritten(p *corev1.Pod, i, replicaSets int) *corev1.Pod {
 	p.Status = RealisticPodStatus(i, replicaSets)
 	p.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &created,
-			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(ControllerFieldsV1(p)))},
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(createFields))},
 		{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &started,
 			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(KubeletFieldsV1(p.Status))), Subresource: "status"},
 	}
@@ -154,28 +159,122 @@ func randomName(seed uint64, n int) string {
 	return string(b)
 }
 
-// OwnTokenVolume renames the projected service-account token volume of
-// p, the i-th realistic Pod, and its containers' mounts of it, to a name
-// of the Pod's own, as ServiceAccount admission names it in a cluster
-// (kube-api-access- and five generated characters). RealisticPodCreate
-// names it for the ReplicaSet: the test server runs no such admission, so
-// the volume comes with the create.
-func OwnTokenVolume(p *corev1.Pod, i int) {
-	name := "kube-api-access-" + randomName(uint64(i)*7919+3301, 5)
-	for k := range p.Spec.Volumes {
-		v := &p.Spec.Volumes[k]
-		if v.Projected == nil || !strings.HasPrefix(v.Name, "kube-api-access-") {
-			continue
+// TokenMountPath is where ServiceAccount admission mounts a Pod's
+// service-account token volume in each of its containers.
+const TokenMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// tokenVolumePrefix begins the name ServiceAccount admission gives the
+// token volume; five generated characters follow.
+const tokenVolumePrefix = "kube-api-access-"
+
+// tokenVolume returns the projected service-account token volume named
+// name, as ServiceAccount admission writes it.
+func tokenVolume(name string) corev1.Volume {
+	mode, token := int32(420), int64(3607)
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: &mode,
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &token, Path: "token"}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
+				Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}}
+}
+
+// AdmitServiceAccountToken does to p what the API server's ServiceAccount
+// admission plugin does to a Pod it creates whose ServiceAccount lets it
+// mount a token (kubernetes plugin/pkg/admission/serviceaccount, v1.37):
+// every container and init container that mounts nothing at
+// TokenMountPath mounts the token volume there, read-only, after its own
+// mounts; the volume is the Pod's volume whose name begins
+// kube-api-access-, or, when there is none and a container mounts it, a
+// projected volume named name appended to the Pod's volumes. The plugin
+// names that volume kube-api-access- and five random characters; a caller
+// passes them (OwnTokenVolumeName). Admission runs after the field
+// manager: what it adds is in no managedFields entry.
+func AdmitServiceAccountToken(p *corev1.Pod, name string) {
+	has := false
+	for _, v := range p.Spec.Volumes {
+		if strings.HasPrefix(v.Name, tokenVolumePrefix) {
+			name, has = v.Name, true
+			break
 		}
-		for c := range p.Spec.Containers {
-			for m := range p.Spec.Containers[c].VolumeMounts {
-				if vm := &p.Spec.Containers[c].VolumeMounts[m]; vm.Name == v.Name {
-					vm.Name = name
-				}
+	}
+	needs := false
+	mount := func(cs []corev1.Container) {
+		for i := range cs {
+			c := &cs[i]
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == TokenMountPath }) {
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: TokenMountPath})
+				needs = true
 			}
 		}
-		v.Name = name
 	}
+	mount(p.Spec.InitContainers)
+	mount(p.Spec.Containers)
+	if needs && !has {
+		p.Spec.Volumes = append(p.Spec.Volumes, tokenVolume(name))
+	}
+}
+
+// OwnTokenVolumeName is the name the i-th own-token Pod's token volume
+// is given here: kube-api-access- and five characters of the Pod's own,
+// where ServiceAccount admission draws them at random.
+func OwnTokenVolumeName(i int) string {
+	return tokenVolumePrefix + randomName(uint64(i)*7919+3301, 5)
+}
+
+// OwnTokenPodCreate is RealisticPodCreate without the service-account
+// token volume and its mounts: the create a ReplicaSet controller sends
+// in a cluster, whose ServiceAccount admission then adds them to each
+// Pod under a name of the Pod's own (AdmitServiceAccountToken).
+func OwnTokenPodCreate(namespace string, i, replicaSets int) *corev1.Pod {
+	p := RealisticPodCreate(namespace, i, replicaSets)
+	token := func(name string) bool { return strings.HasPrefix(name, tokenVolumePrefix) }
+	p.Spec.Volumes = slices.DeleteFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return token(v.Name) })
+	for c := range p.Spec.Containers {
+		c := &p.Spec.Containers[c]
+		c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return token(m.Name) })
+	}
+	return p
+}
+
+// OwnTokenPod is the i-th realistic Pod as a cluster with ServiceAccount
+// admission writes it: created from OwnTokenPodCreate, so that the
+// creating manager's managedFields entry names no token volume and is
+// its ReplicaSet's, then given a token volume of its own
+// (OwnTokenVolumeName) in its spec alone. Its volumes and each
+// container's mounts differ from a sibling's in those five characters.
+func OwnTokenPod(namespace string, i, replicaSets int) *corev1.Pod {
+	p := OwnTokenPodCreate(namespace, i, replicaSets)
+	fields := ControllerFieldsV1(p)
+	AdmitServiceAccountToken(p, OwnTokenVolumeName(i))
+	return serverWritten(p, fields, i, replicaSets)
+}
+
+// OwnTokenPods returns n OwnTokenPods of namespace.
+func OwnTokenPods(namespace string, n, replicaSets int) []*corev1.Pod {
+	out := make([]*corev1.Pod, n)
+	for i := range out {
+		out[i] = OwnTokenPod(namespace, i, replicaSets)
+	}
+	return out
+}
+
+// RealisticServiceAccounts returns the names of the ServiceAccounts the
+// realistic Pods of replicaSets ReplicaSets run as (one per Deployment),
+// which a server that runs ServiceAccount admission needs before their
+// creates.
+func RealisticServiceAccounts(replicaSets int) []string {
+	var out []string
+	for r := range replicaSets {
+		if app, _, _ := replicaSetOf(r); !slices.Contains(out, app) {
+			out = append(out, app)
+		}
+	}
+	return out
 }
 
 // podSuffix returns the 5 characters that end the i-th realistic Pod's name, as a ReplicaSet's
@@ -200,12 +299,12 @@ func RealisticPodCreate(namespace string, i, replicaSets int) *corev1.Pod {
 	app, hash, rsUID := replicaSetOf(r)
 	rs := app + "-" + hash
 	version := "v1." + strconv.Itoa(4+r%5) + ".2"
-	tokenVolume := "kube-api-access-" + randomName(uint64(r)+101, 5)
+	token := tokenVolumePrefix + randomName(uint64(r)+101, 5)
 	yes, no := true, false
-	grace, token, mode := int64(30), int64(3607), int32(420)
+	grace, mode := int64(30), int32(420)
 	nonRoot, user := true, int64(10001)
 	mounts := func(extra ...corev1.VolumeMount) []corev1.VolumeMount {
-		return append(extra, corev1.VolumeMount{Name: tokenVolume, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"})
+		return append(extra, corev1.VolumeMount{Name: token, ReadOnly: true, MountPath: TokenMountPath})
 	}
 	fieldEnv := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
@@ -264,16 +363,7 @@ func RealisticPodCreate(namespace string, i, replicaSets int) *corev1.Pod {
 				configMap("envoy-config", "envoy-"+app),
 				configMap("fluent-bit-config", "fluent-bit"),
 				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-				{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-					DefaultMode: &mode,
-					Sources: []corev1.VolumeProjection{
-						{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &token, Path: "token"}},
-						{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-							Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-						{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
-							Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-					},
-				}}},
+				tokenVolume(token),
 			},
 			Containers: []corev1.Container{{
 				Name:  "app",
@@ -367,7 +457,8 @@ func HarshPodCreate(namespace string, i, replicaSets int) *corev1.Pod {
 // entries differ from its ReplicaSet siblings' by a few bytes each, the
 // create's in the generated volume name, the kubelet's in the Pod's IP.
 func HarshPod(namespace string, i, replicaSets int) *corev1.Pod {
-	return serverWritten(HarshPodCreate(namespace, i, replicaSets), i, replicaSets)
+	p := HarshPodCreate(namespace, i, replicaSets)
+	return serverWritten(p, ControllerFieldsV1(p), i, replicaSets)
 }
 
 // HarshPods returns n HarshPods of namespace.
