@@ -114,6 +114,10 @@ func apiServerFiles(dir string, ids []identity) ([]string, error) {
 	}, nil
 }
 
+// disableServiceAccountAdmission is the flag that turns the ServiceAccount admission plugin off. A
+// list flag given again adds to the list, so the admitting server's command line leaves it out.
+const disableServiceAccountAdmission = "--disable-admission-plugins=ServiceAccount"
+
 // apiServerArgs is the kube-apiserver command line, before Options.APIServerArgs.
 func apiServerArgs(port int, certDir, etcdURL string, fileFlags []string) []string {
 	args := []string{
@@ -132,8 +136,9 @@ func apiServerArgs(port int, certDir, etcdURL string, fileFlags []string) []stri
 		"--authorization-mode=Node,RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=10.96.0.0/16",
-		// No controller manager creates the "default" ServiceAccount, which pods would otherwise need.
-		"--disable-admission-plugins=ServiceAccount",
+		// No controller manager creates the "default" ServiceAccount, which pods would otherwise
+		// need (Server.AdmittingConfig's server runs the plugin).
+		disableServiceAccountAdmission,
 		// The kubernetes Service's endpoints cannot hold a loopback address.
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",

@@ -31,6 +31,9 @@
 // run in parallel with tests that would notice. The harness runs no controllers: namespaces are
 // never finalized (create a fresh one per test and leave it), nothing is garbage-collected, and
 // pods stay Pending (they need no ServiceAccount: that admission plugin is off).
+// [Server.AdmittingConfig] starts a second kube-apiserver over the same etcd with the
+// ServiceAccount plugin on, for Pods written as a cluster writes them: each gets a token volume
+// of its own, and its ServiceAccount must exist first.
 //
 // Stop removes everything: children get SIGKILL through Pdeathsig if the test process dies
 // first, and after Stop no goroutine of the harness is left, which goleak verifies.

@@ -56,9 +56,16 @@ type Server struct {
 	throttled identity
 	throttler *throttler
 
-	mu      sync.Mutex // guards api and stopped; held for the whole of RestartAPIServer and Stop
+	mu      sync.Mutex // guards api, admitting and stopped; held for the whole of RestartAPIServer, AdmittingConfig's start and Stop
 	api     *apiServer
 	stopped bool
+
+	// What AdmittingConfig starts its server with.
+	apiServerBin string
+	certDir      string
+	fileFlags    []string
+	extraArgs    []string // Options.APIServerArgs
+	admitting    *apiServer
 
 	stopOnce sync.Once
 	stopErr  error // set by the first Stop
@@ -128,6 +135,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.apiServerBin, s.certDir, s.fileFlags, s.extraArgs = bins.apiServer, certDir, fileFlags, opts.APIServerArgs
 	hostPort := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	s.apiURL = "https://" + hostPort
 	api := &apiServer{
@@ -190,6 +198,47 @@ func (s *Server) directConfig(id identity) *rest.Config {
 // harness's proxy (see DropConnections). Client-side rate limiting is client-go's default (QPS 5,
 // burst 10); raise QPS and Burst for bulk setup.
 func (s *Server) AdminConfig() *rest.Config { return s.config(s.admin, s.URL()) }
+
+// AdmittingConfig returns a new client config for AdminUser on a second kube-apiserver, started by
+// the first call, over the same etcd (so what is written through it is what the first server
+// serves) but with the ServiceAccount admission plugin on, as in a cluster: a Pod created through
+// it runs as a ServiceAccount that must exist in its namespace (nothing here creates one; without
+// it the create is Forbidden), and unless that ServiceAccount or the Pod opt out, is given a
+// projected token volume, named kube-api-access- and five random characters, mounted in each
+// container. The plugin runs after the field manager: the volume is in no managedFields entry.
+// The config connects straight to that server, not through the proxy; RestartAPIServer does not
+// restart it, and Stop stops it.
+func (s *Server) AdmittingConfig(ctx context.Context) (*rest.Config, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil, errors.New("harness: AdmittingConfig: server stopped")
+	}
+	if s.admitting == nil {
+		ports, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		args := slices.DeleteFunc(apiServerArgs(ports[0], s.certDir, s.etcd.clientURL, s.fileFlags),
+			func(a string) bool { return a == disableServiceAccountAdmission })
+		api := &apiServer{
+			bin:     s.apiServerBin,
+			args:    append(args, s.extraArgs...),
+			logPath: filepath.Join(s.logDir, "kube-apiserver-admitting.log"),
+			url:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+			certDir: s.certDir,
+			admin:   s.admin,
+		}
+		began := time.Now()
+		if err := api.start(ctx, s.timeout); err != nil {
+			return nil, fmt.Errorf("harness: the admitting kube-apiserver: %w", err)
+		}
+		s.admitting = api
+		fmt.Fprintf(s.out, "harness: admitting kube-apiserver ready at %s in %v\n", api.url, time.Since(began).Round(time.Millisecond))
+	}
+	cfg := s.config(s.admin, s.admitting.url)
+	return cfg, nil
+}
 
 // UnprivilegedConfig returns a new client config for UnprivilegedUser, which has no RBAC rights
 // (listing pods is Forbidden), connecting through the harness's proxy.
@@ -287,7 +336,10 @@ func (s *Server) stop() error {
 	if s.proxy != nil {
 		s.proxy.close()
 	}
-	// The API server first: stopped after etcd it would retry etcd for over a minute.
+	// The API servers first: stopped after etcd they would retry etcd for over a minute.
+	if s.admitting != nil {
+		errs = append(errs, s.admitting.stop(30*time.Second))
+	}
 	if s.api != nil {
 		errs = append(errs, s.api.stop(30*time.Second))
 	}

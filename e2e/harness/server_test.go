@@ -321,14 +321,82 @@ func TestThrottleGives429(t *testing.T) {
 	}
 }
 
+// The admitting server runs the ServiceAccount admission plugin over the same etcd: a Pod created
+// through it needs its ServiceAccount and is given a token volume of its own, mounted in each
+// container, that no managedFields entry names; the first server, without the plugin, serves that
+// Pod and creates Pods as they are sent.
+func TestAdmittingServerMountsServiceAccountToken(t *testing.T) {
+	ctx := testContext(t, 90*time.Second)
+	cfg, err := srv.AdmittingConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, cs := clientFor(t, cfg), clientFor(t, srv.AdminConfig())
+	ns := newNamespace(t, cs)
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "init", Image: "busybox"}},
+				Containers:     []corev1.Container{{Name: "app", Image: "busybox"}},
+			},
+		}
+	}
+	if _, err := adm.CoreV1().Pods(ns).Create(ctx, pod("before"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("create a Pod with no ServiceAccount in its namespace: %v, want Forbidden", err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := adm.CoreV1().Pods(ns).Create(ctx, pod("admitted"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.CoreV1().Pods(ns).Get(ctx, "admitted", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != created.ResourceVersion {
+		t.Errorf("the first server serves resourceVersion %s, the admitting one created %s", got.ResourceVersion, created.ResourceVersion)
+	}
+	if len(got.Spec.Volumes) != 1 || !strings.HasPrefix(got.Spec.Volumes[0].Name, "kube-api-access-") || got.Spec.Volumes[0].Projected == nil {
+		t.Fatalf("admitted Pod's volumes: %+v, want one projected kube-api-access- volume", got.Spec.Volumes)
+	}
+	name := got.Spec.Volumes[0].Name
+	for _, c := range append(got.Spec.InitContainers, got.Spec.Containers...) {
+		if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].Name != name || c.VolumeMounts[0].MountPath != "/var/run/secrets/kubernetes.io/serviceaccount" {
+			t.Errorf("container %s mounts %+v, want %s at the token's path", c.Name, c.VolumeMounts, name)
+		}
+	}
+	if got.Spec.ServiceAccountName != "default" {
+		t.Errorf("admitted Pod runs as %q, want default", got.Spec.ServiceAccountName)
+	}
+	for _, m := range got.ManagedFields {
+		if strings.Contains(m.FieldsV1.GetRawString(), "kube-api-access-") {
+			t.Errorf("managedFields of %s names the token volume: %s", m.Manager, m.FieldsV1.GetRawString())
+		}
+	}
+	plain, err := cs.CoreV1().Pods(ns).Create(ctx, pod("plain"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain.Spec.Volumes) != 0 {
+		t.Errorf("a Pod created through the first server has volumes %+v, want none", plain.Spec.Volumes)
+	}
+}
+
 func TestStopLeavesNothing(t *testing.T) {
 	ctx := testContext(t, 90*time.Second)
 	s, err := Start(ctx, Options{Output: io.Discard})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	if _, err := s.AdmittingConfig(ctx); err != nil {
+		t.Fatalf("AdmittingConfig: %v", err)
+	}
 	s.mu.Lock()
-	pids := map[string]int{"kube-apiserver": s.api.proc.pid(), "etcd": s.etcd.proc.pid()}
+	pids := map[string]int{"kube-apiserver": s.api.proc.pid(), "etcd": s.etcd.proc.pid(), "the admitting kube-apiserver": s.admitting.proc.pid()}
 	s.mu.Unlock()
 	tempDir := s.tempDir
 
@@ -349,6 +417,9 @@ func TestStopLeavesNothing(t *testing.T) {
 	}
 	if err := s.RestartAPIServer(ctx); err == nil {
 		t.Error("RestartAPIServer after Stop succeeded, want an error")
+	}
+	if _, err := s.AdmittingConfig(ctx); err == nil {
+		t.Error("AdmittingConfig after Stop succeeded, want an error")
 	}
 }
 

@@ -2,6 +2,7 @@ package informers
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 // generator, and the managedFields it writes, FieldsV1 byte for byte, are the generator's. Only
 // what the server picks itself differs: UID, resourceVersion and times.
 // The same holds for the harsh Pods (kubetest.CreateHarshPod, testobj.HarshPod), whose
-// creating manager's entry names a volume generated for each Pod.
+// creating manager's entry names a volume generated for each Pod, and for the own-token Pods
+// (kubetest.CreateOwnTokenPod, testobj.OwnTokenPod), whose token volume a server that runs
+// ServiceAccount admission adds to each, after its field manager.
 func TestRealisticPodsMatchServer(t *testing.T) {
 	for _, w := range []struct {
 		name   string
@@ -29,13 +32,30 @@ func TestRealisticPodsMatchServer(t *testing.T) {
 		{"realistic", kubetest.CreateRealisticPod, testobj.RealisticPod},
 		{"harsh", kubetest.CreateHarshPod, testobj.HarshPod},
 	} {
-		t.Run(w.name, func(t *testing.T) { podsMatchServer(t, w.create, w.want) })
+		t.Run(w.name, func(t *testing.T) {
+			c := adminClients(t)
+			podsMatchServer(t, c, c, newNamespace(t, c), w.create, w.want)
+		})
 	}
+	// The own-token Pods are created through a server that runs ServiceAccount admission
+	// (kubetest.CreateOwnTokenPod), which names each one's token volume at random: the fixture's
+	// name for it is put in its place before the comparison.
+	t.Run("owntoken", func(t *testing.T) {
+		cfg, err := srv.AdmittingConfig(testContext(t, time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, admitting := adminClients(t), clientsFor(t, cfg)
+		ns := newNamespace(t, c)
+		if err := kubetest.CreateRealisticServiceAccounts(t.Context(), c.Kube, ns); err != nil {
+			t.Fatal(err)
+		}
+		podsMatchServer(t, c, admitting, ns, kubetest.CreateOwnTokenPod, testobj.OwnTokenPod)
+	})
 }
 
-func podsMatchServer(t *testing.T, create func(context.Context, kubernetes.Interface, string, int) error, wantPod func(string, int, int) *corev1.Pod) {
-	c := adminClients(t)
-	ns := newNamespace(t, c)
+// podsMatchServer creates Pods through the clients of writer and reads them back through c.
+func podsMatchServer(t *testing.T, c, writer *kubetest.Clients, ns string, create func(context.Context, kubernetes.Interface, string, int) error, wantPod func(string, int, int) *corev1.Pod) {
 	ctx := testContext(t, time.Minute)
 	ignore := cmp.Options{
 		cmpopts.IgnoreFields(metav1.ObjectMeta{}, "UID", "ResourceVersion", "CreationTimestamp"),
@@ -43,7 +63,7 @@ func podsMatchServer(t *testing.T, create func(context.Context, kubernetes.Inter
 		cmpopts.IgnoreTypes(metav1.Time{}),
 	}
 	for _, i := range []int{0, 1, kubetest.ReplicaSets, 777} {
-		if err := create(ctx, c.Kube, ns, i); err != nil {
+		if err := create(ctx, writer.Kube, ns, i); err != nil {
 			t.Fatal(err)
 		}
 		want := wantPod(ns, i, kubetest.ReplicaSets)
@@ -51,13 +71,43 @@ func podsMatchServer(t *testing.T, create func(context.Context, kubernetes.Inter
 		if err != nil {
 			t.Fatal(err)
 		}
+		if name := tokenVolumeName(got); name != "" {
+			renameTokenVolume(want, name)
+		}
 		for j := range min(len(got.ManagedFields), len(want.ManagedFields)) {
 			if g, w := got.ManagedFields[j].FieldsV1.GetRawString(), want.ManagedFields[j].FieldsV1.GetRawString(); g != w {
 				t.Errorf("pod %d: managedFields[%d] (%s) FieldsV1:\n got %s\nwant %s", i, j, got.ManagedFields[j].Manager, g, w)
 			}
 		}
 		if d := cmp.Diff(want, got, ignore); d != "" {
-			t.Errorf("pod %d differs from testobj.RealisticPod (-want +got):\n%s", i, d)
+			t.Errorf("pod %d differs from the generator's (-want +got):\n%s", i, d)
+		}
+	}
+}
+
+// tokenVolumeName is the name of p's service-account token volume, or "" if it has none.
+func tokenVolumeName(p *corev1.Pod) string {
+	for _, v := range p.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// renameTokenVolume names p's token volume, and each container's mount of it, name.
+func renameTokenVolume(p *corev1.Pod, name string) {
+	old := tokenVolumeName(p)
+	for k := range p.Spec.Volumes {
+		if v := &p.Spec.Volumes[k]; v.Name == old {
+			v.Name = name
+		}
+	}
+	for c := range p.Spec.Containers {
+		for m := range p.Spec.Containers[c].VolumeMounts {
+			if vm := &p.Spec.Containers[c].VolumeMounts[m]; vm.Name == old {
+				vm.Name = name
+			}
 		}
 	}
 }

@@ -27,6 +27,26 @@ func CreateHarshPod(ctx context.Context, kube kubernetes.Interface, ns string, i
 	return createPod(ctx, kube, ns, i, testobj.HarshPodCreate(ns, i, ReplicaSets))
 }
 
+// CreateOwnTokenPod is CreateRealisticPod for the i-th own-token Pod (testobj.OwnTokenPod), through
+// kube, a client of a server that runs ServiceAccount admission (the harness's AdmittingConfig):
+// the create carries no token volume, and the server gives the Pod one named for it, in no
+// managedFields entry. The Pods' ServiceAccounts must exist (CreateRealisticServiceAccounts).
+func CreateOwnTokenPod(ctx context.Context, kube kubernetes.Interface, ns string, i int) error {
+	return createPod(ctx, kube, ns, i, testobj.OwnTokenPodCreate(ns, i, ReplicaSets))
+}
+
+// CreateRealisticServiceAccounts creates in ns the ServiceAccounts the realistic Pods run as
+// (testobj.RealisticServiceAccounts), which ServiceAccount admission looks up at their creates.
+func CreateRealisticServiceAccounts(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	for _, name := range testobj.RealisticServiceAccounts(ReplicaSets) {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create service account %s/%s: %w", ns, name, err)
+		}
+	}
+	return nil
+}
+
 // createPod creates create, the i-th realistic Pod's, as kube-controller-manager, then updates
 // its status as the kubelet.
 func createPod(ctx context.Context, kube kubernetes.Interface, ns string, i int, create *corev1.Pod) error {
