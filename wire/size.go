@@ -476,9 +476,9 @@ func (in *interner) holds(s string) bool {
 	if in == nil || len(s) == 0 || len(s) > internMaxLen {
 		return false
 	}
-	i := hashString(s) & (internSlots - 1)
+	i := internSlot(hashString(s))
 	t := in.slots[i]
-	return in.hit[i] && len(t) == len(s) && unsafe.StringData(t) == unsafe.StringData(s)
+	return in.marks[i]&internShared != 0 && len(t) == len(s) && unsafe.StringData(t) == unsafe.StringData(s)
 }
 
 // hashString is hashBytes of s's bytes.
@@ -492,9 +492,9 @@ func hashString(s string) uint64 {
 func (sh *sharing) heldBytes() int {
 	n := 0
 	if in := sh.strs; in != nil {
-		n += allocBytes(len(in.slots)*int(unsafe.Sizeof(""))) + allocBytes(len(in.hit))
+		n += allocBytes(len(in.slots)*int(unsafe.Sizeof(""))) + allocBytes(len(in.marks))
 		for i, s := range in.slots {
-			if in.hit[i] { // others are counted by the object that holds them
+			if in.marks[i]&internShared != 0 { // others are counted by the object that holds them
 				n += stringBytes(len(s))
 			}
 		}
@@ -557,8 +557,8 @@ func (s *Sizer[T]) sharedMsgBytes(m sharedMsg) int {
 	if m.o.kind != opRepeated {
 		return allocBytes(int(x.size)) + s.walk(x, m.p)
 	}
-	n := allocBytes(m.n * int(x.size))
-	for k := range m.n {
+	n := allocBytes(int(m.n) * int(x.size))
+	for k := range int(m.n) {
 		n += s.walk(x, unsafe.Add(m.p, uintptr(k)*x.size))
 	}
 	return n

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/typedkube/informer/internal/testobj"
@@ -75,6 +77,7 @@ func TestSizerMatchesHeap(t *testing.T) {
 	real := testobj.RealisticPods("shop", n, 40)
 	benchPB := protoOf(t, bench)
 	realPB, realJSON := protoOf(t, real), jsonOf(t, real)
+	ownPB := protoOf(t, testobj.OwnTokenPods("shop", n, 40))
 	for _, p := range real {
 		p.APIVersion, p.Kind = "v1", "Pod" // for unstructured
 	}
@@ -94,6 +97,7 @@ func TestSizerMatchesHeap(t *testing.T) {
 			})
 		}},
 		{"realistic/protobuf", func(t *testing.T) (any, int) { return decodeAll[*corev1.Pod](t, realPB, Options{}, false) }},
+		{"owntoken/protobuf", func(t *testing.T) (any, int) { return decodeAll[*corev1.Pod](t, ownPB, Options{}, false) }},
 		{"realistic/dropmanagedfields", func(t *testing.T) (any, int) {
 			return decodeAll[*corev1.Pod](t, realPB, Options{DropManagedFields: true}, false)
 		}},
@@ -213,4 +217,56 @@ func BenchmarkSizer(b *testing.B) {
 			sz.Size(obj)
 		}
 	})
+}
+
+// BenchmarkSizerAtScale is TestSizerMatchesHeap's check at the size of an
+// informer's list of 10,000 Pods of 20 ReplicaSets in order of name (a
+// ReplicaSet's Pods together, as a LIST returns them), too slow to make
+// under the race detector for a test: the bytes held per object
+// (B/object), those a Sizer of the decoder tells (told-B/object, with
+// SharedBytes) and their ratio (told/held). pods=owntoken are
+// testobj.OwnTokenPods, whose containers are decoded for each Pod.
+func BenchmarkSizerAtScale(b *testing.B) {
+	const n = 10000
+	for _, w := range []struct {
+		name string
+		pods func(string, int, int) []*corev1.Pod
+	}{{"realistic", testobj.RealisticPods}, {"owntoken", testobj.OwnTokenPods}} {
+		encs := func() [][]byte {
+			pods := w.pods("shop", n, 20)
+			slices.SortFunc(pods, func(x, y *corev1.Pod) int { return strings.Compare(x.Name, y.Name) })
+			out := make([][]byte, n)
+			for i, p := range pods {
+				out[i] = marshalPod(b, p)
+			}
+			return out
+		}()
+		b.Run("pods="+w.name, func(b *testing.B) {
+			var held, told int64
+			for b.Loop() {
+				b.StopTimer()
+				before := liveHeap()
+				b.StartTimer()
+				d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				objs := make([]*corev1.Pod, n)
+				for i, enc := range encs {
+					if objs[i], err = d.Protobuf(enc); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				held = liveHeap() - before
+				told = int64(estimate(d.Sizer(), objs, d.SharedBytes()))
+				runtime.KeepAlive(objs)
+				runtime.KeepAlive(encs)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(held)/n, "B/object")
+			b.ReportMetric(float64(told)/n, "told-B/object")
+			b.ReportMetric(float64(told)/float64(held), "told/held")
+		})
+	}
 }
