@@ -170,3 +170,74 @@ func TestSpansOfUnsharedFields(t *testing.T) {
 		t.Errorf("%d values and spans counted as met again, want at most 100", len(runs.again))
 	}
 }
+
+// metadataSpan returns where a Pod's labels, annotations and owner
+// references lie in its encoding enc: from the first label to the end of
+// the last owner reference.
+func metadataSpan(t *testing.T, enc []byte) (start, end int) {
+	t.Helper()
+	var meta []byte
+	if err := fields(enc, func(n int32, typ int, v []byte) error {
+		if n == 1 && typ == wireBytes {
+			meta = v
+		}
+		return nil
+	}); err != nil || meta == nil {
+		t.Fatalf("no metadata in the encoding: %v", err)
+	}
+	start, end = -1, -1
+	if err := fields(meta, func(n int32, typ int, v []byte) error {
+		if n >= 11 && n <= 13 { // labels, annotations, ownerReferences
+			at := cap(enc) - cap(v)
+			if start < 0 {
+				// The field's tag and length come before its value.
+				start = at - 2
+			}
+			end = at + len(v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return start, end
+}
+
+// A span that holds the object's own short values is not a shared run,
+// but the refs between them are the siblings': a Pod's metadata after its
+// uid holds its resource version and creation time (its own, each a few
+// bytes), then its labels, annotations and owner references, shared
+// values each with a tag and a length between them. The refs from the
+// first label to the last owner reference, with at most maxGlue own bytes
+// between each two, are a core of the span, which a sibling's record
+// shares as one ref, where it held 15 refs and their 14 tags of its own
+// (the first label, short, stays its own).
+// The same holds in a container status (its image and image ID beside
+// its times). Each record gives back its encoding.
+func TestSpanCores(t *testing.T) {
+	for _, w := range []struct {
+		name string
+		pods func(string, int, int) []*corev1.Pod
+	}{{"realistic", testobj.RealisticPods}, {"owntoken", testobj.OwnTokenPods}, {"harsh", testobj.HarshPods}} {
+		t.Run(w.name, func(t *testing.T) {
+			runs := newSharedRuns()
+			s := &splitter{runs: &runs}
+			var last *Record
+			var enc []byte
+			for _, p := range w.pods("shop", 40, 1) { // one ReplicaSet's
+				enc = marshalPod(t, p)
+				last = s.record(enc, false, nil)
+				if got := last.AppendTo(nil); !bytes.Equal(got, enc) {
+					t.Fatalf("the record gives back %d bytes that are not its %d", len(got), len(enc))
+				}
+			}
+			start, end := metadataSpan(t, enc)
+			refs, own := refsIn(last, start, end)
+			t.Logf("labels to owner references: %d B, %d refs, %d B own", end-start, refs, own)
+			// The first label (app=...) is short: not a shared value, so
+			// not a ref, and the core starts after it.
+			if refs != 1 || own > 24 {
+				t.Errorf("labels to owner references (%d B) are %d refs and %d B of the record's own, want one ref and the first label", end-start, refs, own)
+			}
+		})
+	}
+}

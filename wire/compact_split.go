@@ -250,6 +250,9 @@ type splitter struct {
 	// beside is set while a record is cut beside the one it replaces:
 	// then no spans are cut (see closeSpan).
 	beside bool
+	// at and cores are closeCores'.
+	at    []int
+	cores []spanCore
 }
 
 // record returns the record of src, an encoding in JSON or protobuf. It
@@ -571,11 +574,94 @@ func (s *splitter) closeSpan(m spanMark, end int) {
 	h := s.runs.hash(v)
 	run, _, ok := s.runs.meet(v, h, s.runs.spanSet(h), func(a againCount) int { return s.spanDue(m, len(v), a) })
 	if !ok {
+		s.closeCores(m, end)
 		return
 	}
 	clear(s.refs[m.refs:]) // drop the runs
 	s.own, s.refs, s.from = s.own[:m.own], s.refs[:m.refs], m.from
 	s.take(m.at, end, run)
+}
+
+// maxGlue is the most own bytes between two refs of a span's core: a
+// field's tag and length, or two short fields.
+const maxGlue = 4
+
+// closeCores shares the cores of the span m, which ends at src[end:] and
+// is not a shared run: its stretches of two refs or more with at most
+// maxGlue own bytes between each and the next. A span holds the object's
+// own short values (its resource version and creation time beside its
+// labels and annotations, a container status's times beside its image),
+// and the refs between them are the siblings' all the same; a core that
+// is a shared run, or becomes one (as a span does), gives way to one ref.
+func (s *splitter) closeCores(m spanMark, end int) {
+	refs := s.refs[m.refs:]
+	if len(refs) < 2 {
+		return
+	}
+	at := s.at[:0] // where each ref lies in src
+	p, o := m.from, m.own
+	for _, r := range refs {
+		p += int(r.at) - o
+		o = int(r.at)
+		at = append(at, p)
+		p += int(r.n)
+	}
+	s.at = at
+	cores := s.cores[:0]
+	for i := 0; i < len(refs); {
+		j := i
+		for j+1 < len(refs) && at[j+1]-at[j]-int(refs[j].n) <= maxGlue {
+			j++
+		}
+		cs, ce := at[i], at[j]+int(refs[j].n)
+		if j > i && ce-cs >= minRun && (cs != m.at || ce != end) {
+			v := s.src[cs:ce]
+			h := s.runs.hash(v)
+			covered := 0
+			for _, r := range refs[i : j+1] {
+				covered += int(r.n)
+			}
+			run, _, ok := s.runs.meet(v, h, s.runs.spanSet(h), func(a againCount) int {
+				if due, waiting := a.waiting(); waiting {
+					return due
+				}
+				return copyDue(int(a.met), len(v), covered, j-i+1)
+			})
+			if ok {
+				cores = append(cores, spanCore{i, j, run})
+			}
+		}
+		i = j + 1
+	}
+	s.cores = cores
+	if len(cores) == 0 {
+		return
+	}
+	// Put the span's pieces back, each core as one ref. A piece is
+	// written at or before where it was read.
+	own, n, from := s.own[:m.own], m.refs, m.from
+	for i, k := 0, 0; i < len(refs); i++ {
+		r, start, stop := refs[i], at[i], at[i]+int(refs[i].n)
+		if k < len(cores) && cores[k].first == i {
+			r = ref{n: uint32(len(cores[k].run)), p: unsafe.StringData(cores[k].run)}
+			i = cores[k].last
+			stop = at[i] + int(refs[i].n)
+			k++
+		}
+		own = append(own, s.src[from:start]...)
+		r.at = uint32(len(own))
+		s.refs[n] = r
+		n, from = n+1, stop
+	}
+	clear(s.refs[n:]) // drop the runs
+	s.own, s.refs = own, s.refs[:n] // from is s.from: the last ref ends where it did
+}
+
+// spanCore is a core of a span that is a shared run: its refs first to
+// last, counted from the span's first.
+type spanCore struct {
+	first, last int
+	run         string
 }
 
 // spanDue is worthPromoting for a span of n bytes marked by m, met again
