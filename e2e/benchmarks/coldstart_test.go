@@ -40,7 +40,10 @@ import (
 // (InformerOptions.Compact): it lists the Pods' protobuf and keeps each as it came, undecoded.
 // pods=10k/realistic starts from 10,000 realistic Pods of about 11 KB (see coldStartRealistic), and
 // pods=10k/harsh from 10,000 harsh ones (testobj.HarshPod: each one's managedFields differ from
-// its siblings' in a few bytes), in every mode.
+// its siblings' in a few bytes), in every mode; pods=10k/realistic/tokens=own from 10,000
+// realistic Pods written through a server that runs ServiceAccount admission, which gives each
+// a token volume of its own as in a cluster (testobj.OwnTokenPod; the realistic Pods' create
+// names it for the ReplicaSet), with either side's defaults and a compact store.
 //
 // widgets=10k (2k with -short) starts from Widgets, a CRD served in JSON: client-go's
 // cache.NewSharedIndexInformer over the Widget typed client, and our For[*widget.Widget].
@@ -70,6 +73,7 @@ func BenchmarkColdStart(b *testing.B) {
 			if n == coldStartPods {
 				b.Run("realistic", func(b *testing.B) { coldStartRealistic(b, cfg, n, realisticPods(b, n)) })
 				b.Run("harsh", func(b *testing.B) { coldStartRealistic(b, cfg, n, harshPods(b, n)) })
+				b.Run("realistic/tokens=own", func(b *testing.B) { coldStartOwnToken(b, cfg, n, ownTokenPods(b, n)) })
 			}
 		})
 	}
@@ -227,6 +231,20 @@ func coldStartRealistic(b *testing.B, cfg *rest.Config, n int, ns string) {
 			b.Run("impl=typed", func(b *testing.B) {
 				coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}, Wire: wire.Options{DropManagedFields: true}}))
 			})
+		})
+	})
+}
+
+// coldStartOwnToken is BenchmarkColdStart over the n own-token Pods of ns (testobj.OwnTokenPods):
+// either side's defaults, the floor, and a compact store beside client-go's full objects.
+func coldStartOwnToken(b *testing.B, cfg *rest.Config, n int, ns string) {
+	b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
+	b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{})) })
+	b.Run("impl=floor", func(b *testing.B) { coldStart(b, n, floorPods(b, cfg, ns, n)) })
+	b.Run("store=compact", func(b *testing.B) {
+		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
+		b.Run("impl=typed", func(b *testing.B) {
+			coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}}))
 		})
 	})
 }

@@ -61,6 +61,7 @@ var (
 	podsNS    = map[int]string{} // namespace of n Pods, by n
 	realNS    = map[int]string{} // namespace of n realistic Pods, by n
 	harshNS   = map[int]string{} // namespace of n harsh Pods, by n
+	ownNS     = map[int]string{} // namespace of n own-token Pods, by n
 	widgetsNS = map[int]string{} // namespace of n Widgets, by n
 
 	configMapsOnce sync.Once
@@ -129,6 +130,44 @@ func harshPods(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	harshNS[n] = ns
+	return ns
+}
+
+// ownTokenPods creates n own-token Pods (testobj.OwnTokenPods: realistic Pods each given a token
+// volume of its own by ServiceAccount admission, as in a cluster) in a namespace of their own,
+// with their ServiceAccounts, through the harness's admitting server (kubetest.CreateOwnTokenPod),
+// once per benchmark binary and n.
+func ownTokenPods(b *testing.B, n int) string {
+	b.Helper()
+	podsMu.Lock()
+	defer podsMu.Unlock()
+	if ns, ok := ownNS[n]; ok {
+		return ns
+	}
+	var admitting *kubetest.Clients
+	defer func() {
+		if admitting != nil {
+			admitting.Close()
+		}
+	}()
+	ns, err := populate(b, fmt.Sprintf("bench-owntoken-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+		return kubetest.CreateOwnTokenPod(ctx, admitting.Kube, ns, i)
+	}, func(ctx context.Context, c *kubetest.Clients, ns string) error {
+		if err := kubetest.CreateRealisticServiceAccounts(ctx, c.Kube, ns); err != nil {
+			return err
+		}
+		cfg, err := srv.AdmittingConfig(ctx)
+		if err != nil {
+			return err
+		}
+		cfg.QPS = -1
+		admitting, err = kubetest.NewClients(cfg)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ownNS[n] = ns
 	return ns
 }
 
