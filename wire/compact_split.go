@@ -653,7 +653,7 @@ func (s *splitter) closeCores(m spanMark, end int) {
 		s.refs[n] = r
 		n, from = n+1, stop
 	}
-	clear(s.refs[n:]) // drop the runs
+	clear(s.refs[n:])               // drop the runs
 	s.own, s.refs = own, s.refs[:n] // from is s.from: the last ref ends where it did
 }
 
