@@ -71,9 +71,9 @@ func BenchmarkColdStart(b *testing.B) {
 				})
 			})
 			if n == coldStartPods {
-				b.Run("realistic", func(b *testing.B) { coldStartRealistic(b, cfg, n, realisticPods(b, n)) })
-				b.Run("harsh", func(b *testing.B) { coldStartRealistic(b, cfg, n, harshPods(b, n)) })
-				b.Run("realistic/tokens=own", func(b *testing.B) { coldStartOwnToken(b, cfg, n, ownTokenPods(b, n)) })
+				b.Run("realistic", func(b *testing.B) { coldStartRealistic(b, cfg, n, realisticPods(b, n), true) })
+				b.Run("harsh", func(b *testing.B) { coldStartRealistic(b, cfg, n, harshPods(b, n), true) })
+				b.Run("realistic/tokens=own", func(b *testing.B) { coldStartRealistic(b, cfg, n, ownTokenPods(b, n), false) })
 			}
 		})
 	}
@@ -206,46 +206,37 @@ func slimPod(obj any) (any, error) {
 // kubelet's status update), with either side's defaults (impl=upstream, impl=typed), without
 // managedFields (mode=nomanagedfields: client-go with a transform dropping them, ours with
 // Wire.DropManagedFields), for a controller that needs a few fields (mode=projection, as
-// BenchmarkColdStartProjection), and with a compact store, with and without managedFields.
-func coldStartRealistic(b *testing.B, cfg *rest.Config, n int, ns string) {
+// BenchmarkColdStartProjection), and with a compact store, with and without managedFields; with
+// modes false, either side's defaults, the floor and a compact store with managedFields alone.
+func coldStartRealistic(b *testing.B, cfg *rest.Config, n int, ns string, modes bool) {
 	b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
 	b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{})) })
 	b.Run("impl=floor", func(b *testing.B) { coldStart(b, n, floorPods(b, cfg, ns, n)) })
-	b.Run("mode=nomanagedfields", func(b *testing.B) {
-		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, dropManagedFields)) })
-		b.Run("impl=typed", func(b *testing.B) {
-			coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Wire: wire.Options{DropManagedFields: true}}))
-		})
-	})
-	b.Run("mode=projection", func(b *testing.B) {
-		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, slimPod)) })
-		b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedProjection(b, cfg, ns)) })
-	})
-	b.Run("store=compact", func(b *testing.B) {
-		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
-		b.Run("impl=typed", func(b *testing.B) {
-			coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}}))
-		})
+	if modes {
 		b.Run("mode=nomanagedfields", func(b *testing.B) {
 			b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, dropManagedFields)) })
 			b.Run("impl=typed", func(b *testing.B) {
-				coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}, Wire: wire.Options{DropManagedFields: true}}))
+				coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Wire: wire.Options{DropManagedFields: true}}))
 			})
 		})
-	})
-}
-
-// coldStartOwnToken is BenchmarkColdStart over the n own-token Pods of ns (testobj.OwnTokenPods):
-// either side's defaults, the floor, and a compact store beside client-go's full objects.
-func coldStartOwnToken(b *testing.B, cfg *rest.Config, n int, ns string) {
-	b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
-	b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{})) })
-	b.Run("impl=floor", func(b *testing.B) { coldStart(b, n, floorPods(b, cfg, ns, n)) })
+		b.Run("mode=projection", func(b *testing.B) {
+			b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, slimPod)) })
+			b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedProjection(b, cfg, ns)) })
+		})
+	}
 	b.Run("store=compact", func(b *testing.B) {
 		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, nil)) })
 		b.Run("impl=typed", func(b *testing.B) {
 			coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}}))
 		})
+		if modes {
+			b.Run("mode=nomanagedfields", func(b *testing.B) {
+				b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamPods(b, cfg, ns, dropManagedFields)) })
+				b.Run("impl=typed", func(b *testing.B) {
+					coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}, Wire: wire.Options{DropManagedFields: true}}))
+				})
+			})
+		}
 	})
 }
 

@@ -98,19 +98,11 @@ func pods(b *testing.B, n int) string {
 // cluster writes them (kubetest.CreateRealisticPod), once per benchmark binary and n.
 func realisticPods(b *testing.B, n int) string {
 	b.Helper()
-	podsMu.Lock()
-	defer podsMu.Unlock()
-	if ns, ok := realNS[n]; ok {
-		return ns
-	}
-	ns, err := populate(b, fmt.Sprintf("bench-realistic-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
-		return kubetest.CreateRealisticPod(ctx, c.Kube, ns, i)
+	return populatedOnce(b, realNS, n, func() (string, error) {
+		return populate(b, fmt.Sprintf("bench-realistic-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+			return kubetest.CreateRealisticPod(ctx, c.Kube, ns, i)
+		})
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	realNS[n] = ns
-	return ns
 }
 
 // harshPods creates n harsh Pods (testobj.HarshPods: realistic Pods whose creating manager's
@@ -118,19 +110,11 @@ func realisticPods(b *testing.B, n int) string {
 // cluster writes them (kubetest.CreateHarshPod), once per benchmark binary and n.
 func harshPods(b *testing.B, n int) string {
 	b.Helper()
-	podsMu.Lock()
-	defer podsMu.Unlock()
-	if ns, ok := harshNS[n]; ok {
-		return ns
-	}
-	ns, err := populate(b, fmt.Sprintf("bench-harsh-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
-		return kubetest.CreateHarshPod(ctx, c.Kube, ns, i)
+	return populatedOnce(b, harshNS, n, func() (string, error) {
+		return populate(b, fmt.Sprintf("bench-harsh-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+			return kubetest.CreateHarshPod(ctx, c.Kube, ns, i)
+		})
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	harshNS[n] = ns
-	return ns
 }
 
 // ownTokenPods creates n own-token Pods (testobj.OwnTokenPods: realistic Pods each given a token
@@ -139,35 +123,44 @@ func harshPods(b *testing.B, n int) string {
 // once per benchmark binary and n.
 func ownTokenPods(b *testing.B, n int) string {
 	b.Helper()
+	return populatedOnce(b, ownNS, n, func() (string, error) {
+		var admitting *kubetest.Clients
+		defer func() {
+			if admitting != nil {
+				admitting.Close()
+			}
+		}()
+		return populate(b, fmt.Sprintf("bench-owntoken-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+			return kubetest.CreateOwnTokenPod(ctx, admitting.Kube, ns, i)
+		}, func(ctx context.Context, c *kubetest.Clients, ns string) error {
+			if err := kubetest.CreateRealisticServiceAccounts(ctx, c.Kube, ns); err != nil {
+				return err
+			}
+			cfg, err := srv.AdmittingConfig(ctx)
+			if err != nil {
+				return err
+			}
+			cfg.QPS = -1
+			admitting, err = kubetest.NewClients(cfg)
+			return err
+		})
+	})
+}
+
+// populatedOnce returns cache[n], made by make under podsMu the first time: a namespace of n
+// objects made once per benchmark binary.
+func populatedOnce(b *testing.B, cache map[int]string, n int, make func() (string, error)) string {
+	b.Helper()
 	podsMu.Lock()
 	defer podsMu.Unlock()
-	if ns, ok := ownNS[n]; ok {
+	if ns, ok := cache[n]; ok {
 		return ns
 	}
-	var admitting *kubetest.Clients
-	defer func() {
-		if admitting != nil {
-			admitting.Close()
-		}
-	}()
-	ns, err := populate(b, fmt.Sprintf("bench-owntoken-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
-		return kubetest.CreateOwnTokenPod(ctx, admitting.Kube, ns, i)
-	}, func(ctx context.Context, c *kubetest.Clients, ns string) error {
-		if err := kubetest.CreateRealisticServiceAccounts(ctx, c.Kube, ns); err != nil {
-			return err
-		}
-		cfg, err := srv.AdmittingConfig(ctx)
-		if err != nil {
-			return err
-		}
-		cfg.QPS = -1
-		admitting, err = kubetest.NewClients(cfg)
-		return err
-	})
+	ns, err := make()
 	if err != nil {
 		b.Fatal(err)
 	}
-	ownNS[n] = ns
+	cache[n] = ns
 	return ns
 }
 
