@@ -572,7 +572,7 @@ func (s *splitter) closeSpan(m spanMark, end int) {
 	}
 	v := s.src[m.at:end]
 	h := s.runs.hash(v)
-	run, _, ok := s.runs.meet(v, h, s.runs.spanSet(h), func(a againCount) int { return s.spanDue(m, len(v), a) })
+	run, _, ok := s.runs.meet(v, h, s.runs.spanSet(h), func(a againCount) int { return spanDue(s.refs[m.refs:], len(v), a) })
 	if !ok {
 		s.closeCores(m, end)
 		return
@@ -617,16 +617,7 @@ func (s *splitter) closeCores(m spanMark, end int) {
 		if j > i && ce-cs >= minRun && (cs != m.at || ce != end) {
 			v := s.src[cs:ce]
 			h := s.runs.hash(v)
-			covered := 0
-			for _, r := range refs[i : j+1] {
-				covered += int(r.n)
-			}
-			run, _, ok := s.runs.meet(v, h, s.runs.spanSet(h), func(a againCount) int {
-				if due, waiting := a.waiting(); waiting {
-					return due
-				}
-				return copyDue(int(a.met), len(v), covered, j-i+1)
-			})
+			run, _, ok := s.runs.meet(v, h, s.runs.spanSet(h), func(a againCount) int { return spanDue(refs[i:j+1], len(v), a) })
 			if ok {
 				cores = append(cores, spanCore{i, j, run})
 			}
@@ -664,18 +655,18 @@ type spanCore struct {
 	run         string
 }
 
-// spanDue is worthPromoting for a span of n bytes marked by m, met again
-// as a says: 0 if it is to be made a run now, otherwise the meeting
-// before which it is not looked at again.
-func (s *splitter) spanDue(m spanMark, n int, a againCount) int {
+// spanDue is worthPromoting for a span (or a core of one) of n bytes cut
+// into refs, met again as a says: 0 if it is to be made a run now,
+// otherwise the meeting before which it is not looked at again.
+func spanDue(refs []ref, n int, a againCount) int {
 	if due, waiting := a.waiting(); waiting {
 		return due
 	}
 	covered := 0
-	for _, r := range s.refs[m.refs:] {
+	for _, r := range refs {
 		covered += int(r.n)
 	}
-	return copyDue(int(a.met), n, covered, len(s.refs)-m.refs)
+	return copyDue(int(a.met), n, covered, len(refs))
 }
 
 // reuse puts in the record the runs of the record it replaces that lie
