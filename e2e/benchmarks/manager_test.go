@@ -143,22 +143,14 @@ func selectorPods() int {
 // so that a group is 100 Pods, once per benchmark binary and n.
 func groupedPods(b *testing.B, n int) string {
 	b.Helper()
-	podsMu.Lock()
-	defer podsMu.Unlock()
-	if ns, ok := groupedNS[n]; ok {
-		return ns
-	}
-	ns, err := populate(b, fmt.Sprintf("bench-grouped-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
-		p := benchPod(i)
-		p.Labels["group"] = fmt.Sprint(i / 100)
-		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-		return err
+	return populatedOnce(b, groupedNS, n, func() (string, error) {
+		return populate(b, fmt.Sprintf("bench-grouped-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+			p := benchPod(i)
+			p.Labels["group"] = fmt.Sprint(i / 100)
+			_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+			return err
+		})
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	groupedNS[n] = ns
-	return ns
 }
 
 var groupedNS = map[int]string{} // guarded by podsMu

@@ -78,20 +78,12 @@ const (
 // pods creates n Pods in a namespace of their own, once per benchmark binary and n.
 func pods(b *testing.B, n int) string {
 	b.Helper()
-	podsMu.Lock()
-	defer podsMu.Unlock()
-	if ns, ok := podsNS[n]; ok {
-		return ns
-	}
-	ns, err := populate(b, fmt.Sprintf("bench-pods-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
-		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, benchPod(i), metav1.CreateOptions{})
-		return err
+	return populatedOnce(b, podsNS, n, func() (string, error) {
+		return populate(b, fmt.Sprintf("bench-pods-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+			_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, benchPod(i), metav1.CreateOptions{})
+			return err
+		})
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	podsNS[n] = ns
-	return ns
 }
 
 // realisticPods creates n realistic Pods (testobj.RealisticPods) in a namespace of their own, as a
@@ -147,16 +139,16 @@ func ownTokenPods(b *testing.B, n int) string {
 	})
 }
 
-// populatedOnce returns cache[n], made by make under podsMu the first time: a namespace of n
+// populatedOnce returns cache[n], made by create under podsMu the first time: a namespace of n
 // objects made once per benchmark binary.
-func populatedOnce(b *testing.B, cache map[int]string, n int, make func() (string, error)) string {
+func populatedOnce(b *testing.B, cache map[int]string, n int, create func() (string, error)) string {
 	b.Helper()
 	podsMu.Lock()
 	defer podsMu.Unlock()
 	if ns, ok := cache[n]; ok {
 		return ns
 	}
-	ns, err := make()
+	ns, err := create()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -168,28 +160,20 @@ func populatedOnce(b *testing.B, cache map[int]string, n int, make func() (strin
 // namespace of their own, once per benchmark binary and n.
 func widgets(b *testing.B, n int) string {
 	b.Helper()
-	podsMu.Lock()
-	defer podsMu.Unlock()
-	if ns, ok := widgetsNS[n]; ok {
-		return ns
-	}
-	var client *widget.Client
-	ns, err := populate(b, fmt.Sprintf("bench-widgets-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
-		_, err := client.Create(ctx, widget.Sample(i), metav1.CreateOptions{})
-		return err
-	}, func(ctx context.Context, c *kubetest.Clients, ns string) error {
-		if err := widget.Install(ctx, c.Dynamic, ns, time.Minute); err != nil {
+	return populatedOnce(b, widgetsNS, n, func() (string, error) {
+		var client *widget.Client
+		return populate(b, fmt.Sprintf("bench-widgets-%dk", n/1000), n, func(ctx context.Context, c *kubetest.Clients, ns string, i int) error {
+			_, err := client.Create(ctx, widget.Sample(i), metav1.CreateOptions{})
 			return err
-		}
-		var err error
-		client, err = widget.NewClient(c.Config, ns)
-		return err
+		}, func(ctx context.Context, c *kubetest.Clients, ns string) error {
+			if err := widget.Install(ctx, c.Dynamic, ns, time.Minute); err != nil {
+				return err
+			}
+			var err error
+			client, err = widget.NewClient(c.Config, ns)
+			return err
+		})
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	widgetsNS[n] = ns
-	return ns
 }
 
 // configMaps creates watchedConfigs small ConfigMaps in a namespace of their own, once per

@@ -60,12 +60,10 @@ type Server struct {
 	api     *apiServer
 	stopped bool
 
-	// What AdmittingConfig starts its server with.
-	apiServerBin string
-	certDir      string
-	fileFlags    []string
-	extraArgs    []string // Options.APIServerArgs
-	admitting    *apiServer
+	// What AdmittingConfig starts its server with, besides api's binary and cert dir.
+	fileFlags []string
+	extraArgs []string // Options.APIServerArgs
+	admitting *apiServer
 
 	stopOnce sync.Once
 	stopErr  error // set by the first Stop
@@ -135,7 +133,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.apiServerBin, s.certDir, s.fileFlags, s.extraArgs = bins.apiServer, certDir, fileFlags, opts.APIServerArgs
+	s.fileFlags, s.extraArgs = fileFlags, opts.APIServerArgs
 	hostPort := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	s.apiURL = "https://" + hostPort
 	api := &apiServer{
@@ -219,14 +217,14 @@ func (s *Server) AdmittingConfig(ctx context.Context) (*rest.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		args := slices.DeleteFunc(apiServerArgs(ports[0], s.certDir, s.etcd.clientURL, s.fileFlags),
+		args := slices.DeleteFunc(apiServerArgs(ports[0], s.api.certDir, s.etcd.clientURL, s.fileFlags),
 			func(a string) bool { return a == disableServiceAccountAdmission })
 		api := &apiServer{
-			bin:     s.apiServerBin,
+			bin:     s.api.bin,
 			args:    append(args, s.extraArgs...),
 			logPath: filepath.Join(s.logDir, "kube-apiserver-admitting.log"),
 			url:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-			certDir: s.certDir,
+			certDir: s.api.certDir,
 			admin:   s.admin,
 		}
 		began := time.Now()
@@ -236,8 +234,7 @@ func (s *Server) AdmittingConfig(ctx context.Context) (*rest.Config, error) {
 		s.admitting = api
 		fmt.Fprintf(s.out, "harness: admitting kube-apiserver ready at %s in %v\n", api.url, time.Since(began).Round(time.Millisecond))
 	}
-	cfg := s.config(s.admin, s.admitting.url)
-	return cfg, nil
+	return s.config(s.admin, s.admitting.url), nil
 }
 
 // UnprivilegedConfig returns a new client config for UnprivilegedUser, which has no RBAC rights

@@ -2,7 +2,6 @@ package informers
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -71,8 +70,8 @@ func podsMatchServer(t *testing.T, c, writer *kubetest.Clients, ns string, creat
 		if err != nil {
 			t.Fatal(err)
 		}
-		if name := tokenVolumeName(got); name != "" {
-			renameTokenVolume(want, name)
+		if name := testobj.TokenVolumeName(got); name != "" {
+			testobj.RenameTokenVolume(want, name)
 		}
 		for j := range min(len(got.ManagedFields), len(want.ManagedFields)) {
 			if g, w := got.ManagedFields[j].FieldsV1.GetRawString(), want.ManagedFields[j].FieldsV1.GetRawString(); g != w {
@@ -81,33 +80,6 @@ func podsMatchServer(t *testing.T, c, writer *kubetest.Clients, ns string, creat
 		}
 		if d := cmp.Diff(want, got, ignore); d != "" {
 			t.Errorf("pod %d differs from the generator's (-want +got):\n%s", i, d)
-		}
-	}
-}
-
-// tokenVolumeName is the name of p's service-account token volume, or "" if it has none.
-func tokenVolumeName(p *corev1.Pod) string {
-	for _, v := range p.Spec.Volumes {
-		if strings.HasPrefix(v.Name, "kube-api-access-") {
-			return v.Name
-		}
-	}
-	return ""
-}
-
-// renameTokenVolume names p's token volume, and each container's mount of it, name.
-func renameTokenVolume(p *corev1.Pod, name string) {
-	old := tokenVolumeName(p)
-	for k := range p.Spec.Volumes {
-		if v := &p.Spec.Volumes[k]; v.Name == old {
-			v.Name = name
-		}
-	}
-	for c := range p.Spec.Containers {
-		for m := range p.Spec.Containers[c].VolumeMounts {
-			if vm := &p.Spec.Containers[c].VolumeMounts[m]; vm.Name == old {
-				vm.Name = name
-			}
 		}
 	}
 }

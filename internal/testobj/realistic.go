@@ -196,11 +196,8 @@ func tokenVolume(name string) corev1.Volume {
 // manager: what it adds is in no managedFields entry.
 func AdmitServiceAccountToken(p *corev1.Pod, name string) {
 	has := false
-	for _, v := range p.Spec.Volumes {
-		if strings.HasPrefix(v.Name, tokenVolumePrefix) {
-			name, has = v.Name, true
-			break
-		}
+	if v := TokenVolumeName(p); v != "" {
+		name, has = v, true
 	}
 	needs := false
 	mount := func(cs []corev1.Container) {
@@ -216,6 +213,39 @@ func AdmitServiceAccountToken(p *corev1.Pod, name string) {
 	mount(p.Spec.Containers)
 	if needs && !has {
 		p.Spec.Volumes = append(p.Spec.Volumes, tokenVolume(name))
+	}
+}
+
+// TokenVolumeName returns the name of p's service-account token volume
+// (the first whose name begins kube-api-access-), or "" if it has none.
+func TokenVolumeName(p *corev1.Pod) string {
+	for _, v := range p.Spec.Volumes {
+		if strings.HasPrefix(v.Name, tokenVolumePrefix) {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// RenameTokenVolume names p's service-account token volume, and its
+// containers' mounts of it, name: to compare a Pod with one whose volume
+// ServiceAccount admission named at random.
+func RenameTokenVolume(p *corev1.Pod, name string) {
+	old := TokenVolumeName(p)
+	if old == "" {
+		return
+	}
+	for k := range p.Spec.Volumes {
+		if v := &p.Spec.Volumes[k]; v.Name == old {
+			v.Name = name
+		}
+	}
+	for c := range p.Spec.Containers {
+		for m := range p.Spec.Containers[c].VolumeMounts {
+			if vm := &p.Spec.Containers[c].VolumeMounts[m]; vm.Name == old {
+				vm.Name = name
+			}
+		}
 	}
 }
 

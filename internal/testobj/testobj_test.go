@@ -94,30 +94,11 @@ func TestOwnTokenPods(t *testing.T) {
 		// Named as the realistic Pod names it, it is the realistic Pod
 		// but for the create's FieldsV1.
 		want := RealisticPod("shop", i, 20)
-		renameTokenVolume(p, want.Spec.Volumes[len(want.Spec.Volumes)-1].Name)
+		RenameTokenVolume(p, TokenVolumeName(want))
 		p.ManagedFields[0].FieldsV1 = want.ManagedFields[0].FieldsV1
 		if d := cmp.Diff(want, p); d != "" {
 			t.Fatalf("pod %d differs from RealisticPod but for its token volume's name (-want +got):\n%s", i, d)
 		}
-	}
-}
-
-// renameTokenVolume names p's token volume, and its containers' mounts
-// of it, name.
-func renameTokenVolume(p *corev1.Pod, name string) {
-	for k := range p.Spec.Volumes {
-		v := &p.Spec.Volumes[k]
-		if !strings.HasPrefix(v.Name, tokenVolumePrefix) {
-			continue
-		}
-		for c := range p.Spec.Containers {
-			for m := range p.Spec.Containers[c].VolumeMounts {
-				if vm := &p.Spec.Containers[c].VolumeMounts[m]; vm.Name == v.Name {
-					vm.Name = name
-				}
-			}
-		}
-		v.Name = name
 	}
 }
 
