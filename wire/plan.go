@@ -63,6 +63,10 @@ type op struct {
 	// element's pointer type.
 	copyOnMerge, msgShare, runShare bool
 	mtab                            unsafe.Pointer
+	// sum: with msgShare or runShare, the plan that hashes the memory of
+	// a shared value, checked by that hash after it is remembered (see
+	// share_sum.go); nil: checked by encoding it each time.
+	sum *sumType
 }
 
 // plan decodes a message into a struct type.

@@ -31,10 +31,12 @@ import (
 //
 // A program that writes to a shared value through one object (which the
 // objects' contract forbids) changes the objects that hold it; the table
-// checks a value each time it would hand it out again, by encoding it with
-// its type's generated encoder and comparing with the bytes it was decoded
-// from: a value found changed is dropped, and counted with the maps found
-// written (Decoder.SharedMapsWritten). A value enters the table only if it
+// checks a value each time it would hand it out again, by the hash of the
+// memory it reaches, taken when it was remembered (share_sum.go; a type
+// it cannot hash so, by encoding the value with its type's generated
+// encoder and comparing with the bytes it was decoded from): a value found
+// changed is dropped, and counted with the maps found written
+// (Decoder.SharedMapsWritten). A value enters the table only if it
 // encodes back to its bytes (the API server writes what the generated
 // encoders write; other bytes are decoded, not shared), and only the
 // second time its bytes come, so that values each object has its own of
@@ -76,6 +78,7 @@ type msgSlot struct {
 	p    unsafe.Pointer
 	n    int
 	used uint64 // the clock when last found or put; 0: empty
+	sum  uint64 // with o.sum, the hash of p's memory (see share_sum.go)
 }
 
 // sharedMsg is a value handed to a second object: p, of o's pointed-at
@@ -208,7 +211,7 @@ func (s *state) sharedMessage(v []byte, ptr unsafe.Pointer, o *op) (bool, error)
 		if sl.p == nil {
 			return false, nil // they do not encode back to themselves
 		}
-		if t.encodes(sl.p, o, v) {
+		if t.unchanged(sl, o, v) {
 			*(*unsafe.Pointer)(ptr) = sl.p
 			t.noteShared(sharedMsg{p: sl.p, o: o})
 			return true, nil
@@ -240,7 +243,23 @@ func (t *msgTable) remember(sl *msgSlot, o *op, v []byte, p unsafe.Pointer, n in
 	*sl = msgSlot{o: o, b: append(sl.b[:0], v...), used: t.clock}
 	if o.kind == opRepeated && t.encodesRun(p, o, v) || o.kind != opRepeated && t.encodes(p, o, v) {
 		sl.p, sl.n = p, n
+		if o.sum != nil {
+			sl.sum = t.valueSum(o, p, n)
+		}
 	}
+}
+
+// unchanged reports whether the value sl remembers, of o, is as it was
+// remembered for v, its bytes: its memory hashes as it did then, or,
+// for a type whose memory the table does not hash, it encodes to v.
+func (t *msgTable) unchanged(sl *msgSlot, o *op, v []byte) bool {
+	switch {
+	case o.sum != nil:
+		return t.valueSum(o, sl.p, sl.n) == sl.sum
+	case o.kind == opRepeated:
+		return t.encodesRun(sl.p, o, v)
+	}
+	return t.encodes(sl.p, o, v)
 }
 
 // Runs of a repeated field of messages are shared as a pointed-at
@@ -249,8 +268,8 @@ func (t *msgTable) remember(sl *msgSlot, o *op, v []byte, p unsafe.Pointer, n in
 // generated encoders write them all); the slice handed out has its length
 // as its capacity, so that a later element of the field (one that comes
 // after another field, or in a merge) is appended to a copy, and the
-// decoder never writes an element once it is decoded. Each element is
-// checked, as a pointed-at message, by encoding it again.
+// decoder never writes an element once it is decoded. A run is checked as
+// a pointed-at message is, its elements' memory hashed as one value.
 
 // sharedRun decodes the run of elements of o, a repeated field of
 // messages, that starts with the field at b[i:] (its tag), into the slice
@@ -282,7 +301,7 @@ func (s *state) sharedRun(b []byte, i int, ptr unsafe.Pointer, o *op) (int, bool
 		if sl.p == nil {
 			return j, true, s.decodeRun(run, n, ptr, o)
 		}
-		if t.encodesRun(sl.p, o, run) {
+		if t.unchanged(sl, o, run) {
 			*(*sliceHeader)(ptr) = sliceHeader{data: sl.p, len: sl.n, cap: sl.n}
 			t.noteShared(sharedMsg{p: sl.p, o: o, n: int32(sl.n)})
 			return j, true, nil
@@ -473,7 +492,7 @@ func markShare(o *op) {
 		return
 	}
 	if tab := ifaceTab[sizedMarshaler](o.typ.Elem()); tab != nil {
-		o.mtab, o.msgShare = tab, true
+		o.mtab, o.msgShare, o.sum = tab, true, sumPlan(o.typ.Elem())
 	}
 }
 
@@ -481,18 +500,22 @@ func markShare(o *op) {
 // its element type has the generated encoder the table checks elements
 // with, and holds no Quantity but behind a pointer. Whatever the element's
 // fields, the decoder writes no element it has decoded: a later element
-// is appended to a copy of the run. Checking a run encodes it again, and
-// a Quantity's encoder makes its string anew (a Quantity in a map's value
-// holds none): a run of containers, each with its resources, would cost
-// more to check each time it is handed out than to decode. A Quantity
-// behind a pointer (an env var's resourceFieldRef) is rare enough to pay
-// for where it is.
+// is appended to a copy of the run. The rule dates from when each
+// hand-out encoded the run again, and a Quantity's encoder makes its
+// string anew (a Quantity in a map's value holds none): a run of
+// containers, each with its resources, cost more to check than to decode.
+// Hand-outs are checked by hash now, and the rule was tried without
+// (2026-12-06): the realistic Pods' heap moved by less than 0.3%
+// (BenchmarkRealisticPodHeap; their containers are longer than msgMaxLen)
+// and the small Pods' decoding got slower (BenchmarkDecodePod: their
+// containers differ per Pod), so it stays. A Quantity behind a pointer
+// (an env var's resourceFieldRef) is rare enough to pay for where it is.
 func markRunShare(o *op) {
 	if quantityInline(o.elem.plan, map[*plan]bool{}) {
 		return
 	}
 	if tab := ifaceTab[sizedMarshaler](o.typ.Elem()); tab != nil {
-		o.mtab, o.runShare = tab, true
+		o.mtab, o.runShare, o.sum = tab, true, sumPlan(o.typ.Elem())
 	}
 }
 
