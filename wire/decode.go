@@ -538,20 +538,26 @@ func hashBytes(b []byte) uint64 {
 	return h ^ h>>29
 }
 
-// interner shares the strings it has seen recently: a direct-mapped table,
-// so its memory is bounded and a string seen once costs one slot for a
-// while, never a leak. A slot's string gives way to another only once it
-// was handed out no more often than strings came that would have taken
-// its place: a string the Pods of a ReplicaSet share stays while the
-// strings each Pod has its own of (its name, IPs, container IDs) come by,
-// and one whose hand-outs stopped gives way in time. Until 2026-12-06
-// each new string took its slot: over 10,000 realistic Pods in order of
-// name whose containers are decoded for each (their token volumes named
-// per Pod), the first ReplicaSets' images and mount paths were let go of
-// (and made again for later Pods), and a Sizer counted them for each Pod
-// that held them (StoreBytes 1.10x the heap in process).
+// interner shares the strings it has seen recently: a two-way
+// set-associative table, so its memory is bounded and a string seen once
+// costs one slot for a while, never a leak. A string comes into its set's
+// first way; the string it meets gives way to another only once it was
+// handed out no more often than strings came that would have taken its
+// place, and of a set's two strings the one handed out less is the one
+// that gives way (of two handed out as often, the one that came first).
+// So a string the Pods of a ReplicaSet share stays while the strings each
+// Pod has its own of (its name, IPs, container IDs) come by, and one whose
+// hand-outs stopped gives way in time. Until 2026-12-06 each new string
+// took its slot: over 10,000 realistic Pods in order of name whose
+// containers are decoded for each (their token volumes named per Pod), the
+// first ReplicaSets' images and mount paths were let go of (and made
+// again for later Pods), and a Sizer counted them for each Pod that held
+// them (StoreBytes 1.10x the heap in process). Until later that day it was
+// direct-mapped, one string a slot: two strings a ReplicaSet's Pods share
+// that met in a slot were one of them made again for each Pod, 9% of a
+// realistic Pod's allocations (BenchmarkRealisticPodHeap).
 type interner struct {
-	slots []string
+	slots []string // a set's two ways, side by side
 	// marks are each slot's internShared bit and its count of hand-outs
 	// (internUses), less one for each string that came for the slot
 	// since.
@@ -559,9 +565,9 @@ type interner struct {
 }
 
 const (
-	internBits   = 13
-	internSlots  = 1 << internBits
-	internMaxLen = 128
+	internSetBits = 12
+	internSlots   = 2 << internSetBits // two ways a set
+	internMaxLen  = 128
 
 	// internShared marks a slot whose string was handed out again, to a
 	// second object: shared, for a Sizer.
@@ -569,12 +575,13 @@ const (
 	internUses   = internShared - 1
 )
 
-// internSlot is the slot of the string of hash h: the high bits of h
-// mixed once more, which each byte of the string moves. h's low bits
-// leave out what is above the low bits of the words hashed (strings such
-// as 172.20.0.15 and 172.20.0.35 met in one slot), and its high bits
-// take little of the high bytes of its first word.
-func internSlot(h uint64) uint64 { return h * 0x9e3779b97f4a7c15 >> (64 - internBits) }
+// internSet is the first slot of the set of the string of hash h, the
+// second being the next: the high bits of h mixed once more, which each
+// byte of the string moves. h's low bits leave out what is above the low
+// bits of the words hashed (strings such as 172.20.0.15 and 172.20.0.35
+// met in one slot), and its high bits take little of the high bytes of
+// its first word.
+func internSet(h uint64) uint64 { return h * 0x9e3779b97f4a7c15 >> (64 - internSetBits) << 1 }
 
 func newInterner() *interner {
 	return &interner{slots: make([]string, internSlots), marks: make([]uint8, internSlots)}
@@ -587,20 +594,31 @@ func (in *interner) get(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	i := internSlot(hashBytes(b))
-	m := in.marks[i]
-	if s := in.slots[i]; s == string(b) {
-		if m&internUses < internUses {
-			m++
+	i := internSet(hashBytes(b))
+	for w := i; w < i+2; w++ {
+		if s := in.slots[w]; s == string(b) {
+			m := in.marks[w]
+			if m&internUses < internUses {
+				m++
+			}
+			in.marks[w] = m | internShared
+			return s
 		}
-		in.marks[i] = m | internShared
-		return s
 	}
-	if m&internUses > 0 {
-		in.marks[i] = m - 1
+	// The way handed out less, the second on a tie: it came first, or
+	// has been there since the first came.
+	j := i + 1
+	if in.marks[i]&internUses < in.marks[j]&internUses {
+		j = i
+	}
+	if m := in.marks[j]; m&internUses > 0 {
+		in.marks[j] = m - 1
 		return string(b)
 	}
 	s := string(b)
+	if j != i { // the first way's string moves to the second
+		in.slots[j], in.marks[j] = in.slots[i], in.marks[i]
+	}
 	in.slots[i], in.marks[i] = s, 0
 	return s
 }

@@ -6,17 +6,17 @@ import (
 	"unsafe"
 )
 
-// collidingStrings returns n distinct strings that meet in one slot of the
+// collidingStrings returns n distinct strings that meet in one set of the
 // interner.
 func collidingStrings(t *testing.T, n int) []string {
 	t.Helper()
 	var out []string
-	slot := internSlot(hashString("value-0"))
+	set := internSet(hashString("value-0"))
 	for k := 0; len(out) < n; k++ {
 		if k > 1<<24 {
-			t.Fatalf("found %d strings in slot %d, want %d", len(out), slot, n)
+			t.Fatalf("found %d strings in set %d, want %d", len(out), set, n)
 		}
-		if s := "value-" + strconv.Itoa(k); internSlot(hashString(s)) == slot {
+		if s := "value-" + strconv.Itoa(k); internSet(hashString(s)) == set {
 			out = append(out, s)
 		}
 	}
@@ -26,97 +26,114 @@ func collidingStrings(t *testing.T, n int) []string {
 // intern gets s from in, as the decoder reads it from a buffer of its own.
 func intern(in *interner, s string) string { return in.get([]byte(s)) }
 
-// A string handed out again keeps its slot against as many strings that
-// come for it as it was handed out; one that was not gives way to the
-// first. The string a slot keeps stays shared, for a Sizer, until it
-// gives way.
+// same reports whether a and b are the one string in memory.
+func same(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+// A set keeps two strings: a string handed out again is held as shared,
+// and strings that come for its set take the way of the string handed out
+// less, not its own; of two strings handed out, a newcomer takes one from
+// the count of the one handed out less, and its way once that count is
+// used up; a string not handed out again gives way to the second string
+// that comes after it.
 func TestInternerKeepsStringsHandedOut(t *testing.T) {
-	strs := collidingStrings(t, 8)
+	strs := collidingStrings(t, 12)
 	in := newInterner()
 	kept := intern(in, strs[0])
 	for range 3 {
-		if got := intern(in, strs[0]); unsafe.StringData(got) != unsafe.StringData(kept) {
+		if got := intern(in, strs[0]); !same(got, kept) {
 			t.Fatal("the string was not handed out again")
 		}
 	}
 	if !in.holds(kept) {
 		t.Fatal("a string handed out again is not held as shared")
 	}
-	for k, s := range strs[1:4] {
-		got := intern(in, s)
-		if in.holds(got) || unsafe.StringData(intern(in, strs[0])) != unsafe.StringData(kept) {
-			t.Fatalf("newcomer %d took the slot of a string handed out 3 times", k)
+	// Strings that come once come and go in the other way.
+	var last string
+	for k, s := range strs[1:9] {
+		if last = intern(in, s); in.holds(last) || !in.holds(kept) {
+			t.Fatalf("newcomer %d took the way of a string handed out 3 times", k)
 		}
-		// The hand-out just done counts again: take it back with one
-		// more newcomer, so that each newcomer of the loop finds one
-		// fewer.
-		intern(in, strs[7])
 	}
-	if !in.holds(kept) {
-		t.Fatal("the string kept lost its mark of shared")
+	// The last of them is in the other way: handed out again, it is
+	// shared, and the next newcomer takes its count, the one after that
+	// its way.
+	other := intern(in, strs[8])
+	if !same(other, last) || !in.holds(other) {
+		t.Fatal("the other way's string was not handed out again, or is not held")
 	}
-	// Its hand-outs are used up: the next string takes the slot.
-	next := intern(in, strs[4])
-	if in.holds(kept) {
-		t.Error("a string whose hand-outs were used up is still held")
+	if got := intern(in, strs[9]); in.holds(got) || !in.holds(other) || !in.holds(kept) {
+		t.Fatal("a newcomer took a way whose string's count was not used up")
 	}
-	if got := intern(in, strs[4]); unsafe.StringData(got) != unsafe.StringData(next) {
-		t.Error("the string that took the slot is not handed out again")
+	intern(in, strs[9])
+	if in.holds(other) || !in.holds(kept) {
+		t.Error("the string handed out less kept its way once its count was used up, or the other gave way")
 	}
-	// A string not handed out again gives way to the first that comes.
+	// A string not handed out again gives way to the second that comes.
 	in = newInterner()
-	once := intern(in, strs[5])
-	intern(in, strs[6])
-	if got := intern(in, strs[5]); unsafe.StringData(got) == unsafe.StringData(once) {
-		t.Error("a string handed out once kept its slot against a newcomer")
+	once := intern(in, strs[10])
+	intern(in, strs[11])
+	if got := intern(in, strs[10]); !same(got, once) {
+		t.Error("a string handed out once gave way to the first newcomer of its set")
+	}
+	in = newInterner()
+	once = intern(in, strs[10])
+	intern(in, strs[11])
+	intern(in, strs[1])
+	if got := intern(in, strs[10]); same(got, once) {
+		t.Error("a string handed out once kept its way against two newcomers")
 	}
 }
 
-// A count of hand-outs saturates: a string handed out more often than a
-// mark counts stays shared and keeps its slot against internUses
-// newcomers.
+// A count of hand-outs saturates: of two strings handed out more often
+// than a mark counts, the one that came first gives way after internUses
+// newcomers, no later.
 func TestInternerUsesSaturate(t *testing.T) {
-	strs := collidingStrings(t, 2)
+	strs := collidingStrings(t, 3)
 	in := newInterner()
-	kept := intern(in, strs[0])
+	first := intern(in, strs[0])
+	second := intern(in, strs[1])
 	for range 3 * internUses {
 		intern(in, strs[0])
+		intern(in, strs[1])
 	}
 	for range internUses {
-		intern(in, strs[1])
-		if !in.holds(kept) {
+		intern(in, strs[2])
+		if !in.holds(first) || !in.holds(second) {
 			t.Fatal("a string handed out many times gave way")
 		}
 	}
-	intern(in, strs[1])
-	if in.holds(kept) {
-		t.Error("a string kept its slot against more newcomers than its count")
+	intern(in, strs[2])
+	if in.holds(first) {
+		t.Error("a string kept its way against more newcomers than its count")
+	}
+	if !in.holds(second) {
+		t.Error("the string that came second gave way")
 	}
 }
 
-// The slot of a string depends on each of its bytes: strings that differ
-// in one byte, anywhere, spread over the slots. Taken from a hash's low
+// The set of a string depends on each of its bytes: strings that differ
+// in one byte, anywhere, spread over the sets. Taken from a hash's low
 // bits, the slot left out bytes 6 and 7 of a string's first and last
 // eight: the host IPs 172.20.0.15 and 172.20.0.35 met in one slot, and
 // evicted each other all through a list of 10,000 Pods.
 func TestInternerSlotsTakeEveryByte(t *testing.T) {
 	for pos := range 16 {
-		slots := map[uint64]bool{}
+		sets := map[uint64]bool{}
 		b := []byte("0123456789abcdef")
 		for c := range 64 {
 			b[pos] = byte('0' + c)
-			slots[internSlot(hashBytes(b))] = true
+			sets[internSet(hashBytes(b))] = true
 		}
-		if len(slots) < 60 {
-			t.Errorf("64 strings that differ in byte %d meet in %d slots", pos, len(slots))
+		if len(sets) < 60 {
+			t.Errorf("64 strings that differ in byte %d meet in %d sets", pos, len(sets))
 		}
 	}
-	slots := map[uint64]bool{}
+	sets := map[uint64]bool{}
 	for i := range 100 {
-		slots[internSlot(hashString("172.20.0."+strconv.Itoa(10+i)))] = true
+		sets[internSet(hashString("172.20.0."+strconv.Itoa(10+i)))] = true
 	}
-	if len(slots) < 95 {
-		t.Errorf("100 host IPs meet in %d slots", len(slots))
+	if len(sets) < 95 {
+		t.Errorf("100 host IPs meet in %d sets", len(sets))
 	}
 }
 

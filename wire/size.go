@@ -476,9 +476,13 @@ func (in *interner) holds(s string) bool {
 	if in == nil || len(s) == 0 || len(s) > internMaxLen {
 		return false
 	}
-	i := internSlot(hashString(s))
-	t := in.slots[i]
-	return in.marks[i]&internShared != 0 && len(t) == len(s) && unsafe.StringData(t) == unsafe.StringData(s)
+	i := internSet(hashString(s))
+	for w := i; w < i+2; w++ {
+		if t := in.slots[w]; in.marks[w]&internShared != 0 && len(t) == len(s) && unsafe.StringData(t) == unsafe.StringData(s) {
+			return true
+		}
+	}
+	return false
 }
 
 // hashString is hashBytes of s's bytes.
