@@ -27,7 +27,8 @@ import (
 // 2^64, as for the maps of strings the map table checks by hash.
 //
 // Types it cannot hash so (an interface, a map other than of strings to
-// strings or to Quantities) are checked by encoding, as before.
+// strings or to Quantities, a recursive type) are checked by encoding, as
+// before.
 
 // sumType is what hashing a value of one type follows: the pointers,
 // slices and maps in its memory, those of the structs and arrays it holds
@@ -41,9 +42,8 @@ type sumRef struct {
 	off  uintptr
 	kind reflect.Kind // Pointer, Slice or Map
 	elem *sumType     // the pointed-at value's or the element's; nil for a map
-	// stringMap: a map of strings to strings; else of strings to
-	// Quantities.
-	stringMap bool
+	// mapKind: a map's, stringMap or quantityMap (see kindOfMap).
+	mapKind mapKind
 }
 
 var (
@@ -86,7 +86,7 @@ func buildSumType(t reflect.Type, building map[reflect.Type]bool) (*sumType, boo
 func addRefs(x *sumType, t reflect.Type, off uintptr, building map[reflect.Type]bool) bool {
 	switch t.Kind() {
 	case reflect.Pointer:
-		if t.Elem().PkgPath() == "time" && t.Elem().Name() == "Location" {
+		if t == locationPtrType {
 			return true // process-wide: its address is in the block
 		}
 		e, ok := buildSumType(t.Elem(), building)
@@ -97,12 +97,9 @@ func addRefs(x *sumType, t reflect.Type, off uintptr, building map[reflect.Type]
 		x.refs = append(x.refs, sumRef{off: off, kind: reflect.Slice, elem: e})
 		return ok
 	case reflect.Map:
-		strings := t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String
-		if !strings && (t.Key().Kind() != reflect.String || t.Elem() != quantityType) {
-			return false
-		}
-		x.refs = append(x.refs, sumRef{off: off, kind: reflect.Map, stringMap: strings})
-		return true
+		k := kindOfMap(t)
+		x.refs = append(x.refs, sumRef{off: off, kind: reflect.Map, mapKind: k})
+		return k != otherMap
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
@@ -157,7 +154,7 @@ func (t *msgTable) reached(x *sumType, p unsafe.Pointer, h uint64, n int) uint64
 					h = t.reached(r.elem, s.data, t.block(s.data, uintptr(s.len)*r.elem.size, h), s.len)
 				}
 			case reflect.Map:
-				h = mixSum(h, mapSum(r.stringMap, w))
+				h = mixSum(h, mapSum(r.mapKind, w))
 			}
 		}
 	}
@@ -180,12 +177,12 @@ func (t *msgTable) block(p unsafe.Pointer, n uintptr, h uint64) uint64 {
 	return h
 }
 
-// mapSum hashes the entries of the map at p, of plan x (of strings to
-// strings, or to Quantities), in no order: the sum of each entry's hash,
+// mapSum hashes the entries of the map at p, of kind stringMap or
+// quantityMap (strings to strings, or to Quantities), in no order: the sum of each entry's hash,
 // and their count. An entry's strings count by where their bytes are, as
 // a struct's do.
-func mapSum(stringMap bool, p unsafe.Pointer) uint64 {
-	if stringMap {
+func mapSum(kind mapKind, p unsafe.Pointer) uint64 {
+	if kind == stringMap {
 		m := *(*map[string]string)(p)
 		s := uint64(len(m))
 		for k, v := range m {

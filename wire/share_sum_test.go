@@ -147,7 +147,7 @@ func eachWrite(v reflect.Value, path string, check func(path string, undo func()
 		if v.IsNil() {
 			return
 		}
-		if v.Type().Elem().PkgPath() == "time" && v.Type().Elem().Name() == "Location" {
+		if v.Type() == locationPtrType {
 			set("nil", reflect.Zero(v.Type()))
 			return
 		}

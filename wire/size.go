@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"reflect"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -99,6 +100,11 @@ func sizePlanOf(t reflect.Type) *sizeType {
 
 var stringType = reflect.TypeFor[string]()
 
+// locationPtrType is a time.Time's pointer to its Location: process-wide
+// memory (UTC, Local, a zone loaded once), which no walk of a value
+// follows.
+var locationPtrType = reflect.TypeFor[*time.Location]()
+
 // buildSizePlan builds the plan of t. The caller holds sizePlansMu.
 func buildSizePlan(t reflect.Type) *sizeType {
 	if x := sizePlans[t]; x != nil {
@@ -109,7 +115,7 @@ func buildSizePlan(t reflect.Type) *sizeType {
 	switch t.Kind() {
 	case reflect.String:
 	case reflect.Pointer:
-		if t.Elem().PkgPath() == "time" && t.Elem().Name() == "Location" {
+		if t == locationPtrType {
 			x.leaf = true
 			break
 		}
