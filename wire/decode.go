@@ -714,7 +714,7 @@ func (s *state) sharedMap(b []byte, i int, num int32, ptr unsafe.Pointer, o *op)
 	s.notShared = outer || s.notShared
 	if set != nil && shareable && *m != nil && len(run) > 0 {
 		kept, _ := s.alias.str(run) // the run in a record's memory, if it lies there
-		set.put(o.mapType, o.typ, run, kept, h, *m, false)
+		set.put(o.mapType, o.typ, run, kept, h, *m)
 	}
 	return end, nil
 }

@@ -187,7 +187,6 @@ func newDecoder[PP any](pp, tp reflect.Type, opts Options) (*Decoder[PP], error)
 			d.times = new(timeTable)
 			d.msgs = newMsgTable()
 			d.jsonMaps = newMapTable()
-			d.jsonMaps.json = true
 			d.jsonMapOffsets = jsonMapFields(p)
 		}
 		d.share = &sharing{mu: &d.mu, strs: d.strs, bytes: d.bytes, times: d.times, msgs: d.msgs}

@@ -129,7 +129,7 @@ func TestSharedMapKeyHasTheType(t *testing.T) {
 	run := []byte("\x0a\x05\x0a\x01a\x12\x00")
 	set, h, _ := tab.find(stringMapDescriptor, run)
 	m := map[string]string{"a": ""}
-	set.put(stringMapDescriptor, stringMapType, run, "", h, *(*unsafe.Pointer)(unsafe.Pointer(&m)), false)
+	set.put(stringMapDescriptor, stringMapType, run, "", h, *(*unsafe.Pointer)(unsafe.Pointer(&m)))
 	if _, _, seen := tab.find(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run); seen != nil {
 		t.Error("a map of another type with the same bytes was found")
 	}
@@ -138,9 +138,9 @@ func TestSharedMapKeyHasTheType(t *testing.T) {
 	}
 	// And in one set, where the type's hash does not set them apart.
 	var one mapSet
-	one.put(stringMapDescriptor, stringMapType, run, "", 7, *(*unsafe.Pointer)(unsafe.Pointer(&m)), false)
+	one.put(stringMapDescriptor, stringMapType, run, "", 7, *(*unsafe.Pointer)(unsafe.Pointer(&m)))
 	var written uint64
-	if one.get(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run, 7, false, &written) != nil {
+	if one.get(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run, 7, &written) != nil {
 		t.Error("a set found a map of another type with the same bytes")
 	}
 }

@@ -29,15 +29,13 @@ type mapSet struct {
 }
 
 // mapSlot is a map the table remembers. Its key is its type and the bytes
-// it was made for: the maps of two types whose entries are the same bytes
-// on the wire (a corev1.ResourceList and the unnamed map type under it, in
-// a projection) are never one. A map of strings keeps no copy of its
-// bytes: it is found by their hash, and then compared with them entry by
-// entry, which says both that the bytes are its own and that no one wrote
-// to it (see stringMapIntact).
+// it was made for, which it keeps and compares whole: the maps of two types
+// whose entries are the same bytes on the wire (a corev1.ResourceList and
+// the unnamed map type under it, in a projection) are never one, and a hit
+// is never a map made of other bytes.
 type mapSlot struct {
 	typ unsafe.Pointer // the descriptor of the map's type
-	run string         // the bytes the map was made for; "" for a map of strings
+	run string         // the bytes the map was made for
 	h   uint64         // the hash of those bytes (see mapTable.find)
 	m   unsafe.Pointer // the map, a value of typ; nil: the way is empty
 	// snap is what a hit compares the map with (see intact).
@@ -49,19 +47,13 @@ type mapSlot struct {
 // changed since it was remembered, written to through an object that
 // holds it (which the objects' contract forbids), is forgotten and counted
 // in *written: it holds what that write put there, not what run says.
-func (set *mapSet) get(typ unsafe.Pointer, run []byte, h uint64, json bool, written *uint64) unsafe.Pointer {
+func (set *mapSet) get(typ unsafe.Pointer, run []byte, h uint64, written *uint64) unsafe.Pointer {
 	for w := range set.ways {
 		slot := &set.ways[w]
-		if slot.m == nil || slot.typ != typ || slot.h != h {
+		if slot.m == nil || slot.typ != typ || slot.h != h || slot.run != string(run) {
 			continue
 		}
-		if slot.snap.kind != stringMap && slot.run != string(run) {
-			continue
-		}
-		if !slot.snap.intact(slot.m, run, json) {
-			// A map of strings whose hash matches but whose entries do
-			// not was written to, unless two runs of one hash (one
-			// chance in 2^64) differ.
+		if !slot.snap.intact(slot.m) {
 			*written++
 			set.ways[w], set.used[w] = mapSlot{}, 0
 			return nil
@@ -76,18 +68,10 @@ func (set *mapSet) get(typ unsafe.Pointer, run []byte, h uint64, json bool, writ
 // put remembers m, a map of type t (whose descriptor is typ), for run, of
 // hash h, in place of the set's least recently used way; the set keeps
 // run, as kept if it is not "" (a string over the same bytes that may be
-// kept) or a copy, unless m is a map of strings. A string map whose run
-// does not check out against it (a key named twice) is not remembered: a
-// hit would take it for one written to.
-func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run []byte, kept string, h uint64, m unsafe.Pointer, json bool) {
+// kept) or a copy.
+func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run []byte, kept string, h uint64, m unsafe.Pointer) {
 	snap := snapshotMap(t, m)
-	switch {
-	case snap.kind == stringMap:
-		if !stringMapIntact(*(*map[string]string)(unsafe.Pointer(&m)), run, json) {
-			return
-		}
-		kept = ""
-	case kept == "":
+	if kept == "" {
 		kept = string(run)
 	}
 	w := 0
@@ -102,23 +86,17 @@ func (set *mapSet) put(typ unsafe.Pointer, t reflect.Type, run []byte, kept stri
 }
 
 // mapSnapshot is what tells whether a shared map has been written to since
-// it was remembered: its length, then entry by entry. The common maps are
-// compared without reflection: those of string keys and values (labels,
-// annotations, node selectors) with the entries of the run they are
-// looked up with, which needs no copy; those of string keys and Quantity
-// values (ResourceLists) with a copy of their entries; others with a copy
-// through reflect.
+// it was remembered. The common maps, of string keys and values (labels,
+// annotations, node selectors) or of string keys and Quantity values
+// (ResourceLists), by the hash of their memory (see mapSum): each entry's
+// strings by where their bytes are, a Quantity by its fields, so that any
+// entry added, removed or set anew, even to an equal value, shows; others
+// by a copy through reflect, compared entry by entry.
 type mapSnapshot struct {
-	qs   []quantityEntry // of a map of Quantities
-	val  reflect.Value   // a copy of any other map
-	kind mapKind         // which of the above
-	t    reflect.Type    // the map's type, for kind otherMap
-}
-
-// quantityEntry is one entry of a map of Quantities.
-type quantityEntry struct {
-	key string
-	q   resource.Quantity
+	sum  uint64        // mapSum of a map of strings or of Quantities
+	val  reflect.Value // a copy of any other map
+	kind mapKind       // which of the above
+	t    reflect.Type  // the map's type, for kind otherMap
 }
 
 // mapKind is how a map's entries are compared.
@@ -150,21 +128,15 @@ func kindOfMap(t reflect.Type) mapKind {
 // hashes their keys alike.
 func snapshotMap(t reflect.Type, m unsafe.Pointer) mapSnapshot {
 	sn := mapSnapshot{kind: kindOfMap(t), t: t}
-	switch sn.kind {
-	case stringMap: // its run is its copy
-	case quantityMap:
-		mm := *(*map[string]resource.Quantity)(unsafe.Pointer(&m))
-		sn.qs = make([]quantityEntry, 0, len(mm))
-		for k, q := range mm {
-			sn.qs = append(sn.qs, quantityEntry{k, q})
-		}
-	default:
-		mm := m // only this branch's copy escapes, not every call's m
-		v := reflect.NewAt(t, unsafe.Pointer(&mm)).Elem()
-		sn.val = reflect.MakeMapWithSize(t, v.Len())
-		for it := v.MapRange(); it.Next(); {
-			sn.val.SetMapIndex(it.Key(), it.Value())
-		}
+	if sn.kind != otherMap {
+		sn.sum = mapSum(sn.kind, unsafe.Pointer(&m))
+		return sn
+	}
+	mm := m // only this branch's copy escapes, not every call's m
+	v := reflect.NewAt(t, unsafe.Pointer(&mm)).Elem()
+	sn.val = reflect.MakeMapWithSize(t, v.Len())
+	for it := v.MapRange(); it.Next(); {
+		sn.val.SetMapIndex(it.Key(), it.Value())
 	}
 	return sn
 }
@@ -172,12 +144,6 @@ func snapshotMap(t reflect.Type, m unsafe.Pointer) mapSnapshot {
 // bytes returns the heap bytes of the snapshot's copy: its entries refer
 // to the map's keys and values, which it does not count.
 func (sn *mapSnapshot) bytes() int {
-	switch sn.kind {
-	case stringMap:
-		return 0
-	case quantityMap:
-		return allocBytes(cap(sn.qs) * int(unsafe.Sizeof(quantityEntry{})))
-	}
 	if !sn.val.IsValid() {
 		return 0
 	}
@@ -186,25 +152,10 @@ func (sn *mapSnapshot) bytes() int {
 	return plain.walk(sizePlanOf(sn.t), unsafe.Pointer(&m))
 }
 
-// intact reports whether m holds the entries of the snapshot, and no
-// others: for a string map, the entries of run, the map entries it was
-// made from in protobuf, or with json the JSON table's key (see
-// mapTable.share).
-func (sn *mapSnapshot) intact(m unsafe.Pointer, run []byte, json bool) bool {
-	switch sn.kind {
-	case stringMap:
-		return stringMapIntact(*(*map[string]string)(unsafe.Pointer(&m)), run, json)
-	case quantityMap:
-		mm := *(*map[string]resource.Quantity)(unsafe.Pointer(&m))
-		if len(mm) != len(sn.qs) {
-			return false
-		}
-		for _, e := range sn.qs {
-			if q, ok := mm[e.key]; !ok || q != e.q {
-				return false
-			}
-		}
-		return true
+// intact reports whether m holds what it held when the snapshot was taken.
+func (sn *mapSnapshot) intact(m unsafe.Pointer) bool {
+	if sn.kind != otherMap {
+		return mapSum(sn.kind, unsafe.Pointer(&m)) == sn.sum
 	}
 	return otherMapIntact(sn, m)
 }
@@ -224,8 +175,6 @@ func otherMapIntact(sn *mapSnapshot, m unsafe.Pointer) bool {
 type mapTable struct {
 	seed maphash.Seed
 	sets []mapSet
-	// json says that the runs are JSON's keys (see share), not protobuf.
-	json bool
 	keys []string // scratch of share
 	buf  []byte   // scratch of share
 	// written counts the maps found written to since they were
@@ -257,7 +206,7 @@ func (t *mapTable) find(typ unsafe.Pointer, run []byte) (*mapSet, uint64, unsafe
 	// different sets, most often, and do not evict each other.
 	h := maphash.Bytes(t.seed, run) ^ (uint64(uintptr(typ))*0x9e3779b97f4a7c15)>>32
 	set := &t.sets[h&(mapSets-1)]
-	return set, h, set.get(typ, run, h, t.json, &t.written)
+	return set, h, set.get(typ, run, h, &t.written)
 }
 
 // share replaces the map at m, decoded from JSON, by an equal one seen
@@ -289,7 +238,7 @@ func (t *mapTable) share(m *map[string]string) {
 	if set, h, seen := t.find(stringMapDescriptor, t.buf); seen != nil {
 		*(*unsafe.Pointer)(ptr) = seen
 	} else if set != nil {
-		set.put(stringMapDescriptor, stringMapType, t.buf, "", h, *(*unsafe.Pointer)(ptr), t.json)
+		set.put(stringMapDescriptor, stringMapType, t.buf, "", h, *(*unsafe.Pointer)(ptr))
 	}
 }
 
@@ -453,76 +402,4 @@ func (t *bytesTable) getSlot(b []byte) ([]byte, *bytesSlot) {
 func cloneBytes(b []byte) []byte {
 	v := append([]byte(nil), b...)
 	return v[:len(v):len(v)]
-}
-
-// stringMapIntact reports whether m holds the entries of run, and no
-// others. A run in protobuf is map entries (field 1 the key, field 2 the
-// value); with json, each key and value preceded by its length. A run that
-// names a key twice reads as changed: the map is then no longer shared,
-// which costs a miss, never a wrong map.
-func stringMapIntact(m map[string]string, b []byte, json bool) bool {
-	n := 0
-	for i := 0; i < len(b); n++ {
-		var k, v []byte
-		if json {
-			kl, w := binary.Uvarint(b[i:])
-			if w <= 0 || uint64(len(b)-i-w) < kl {
-				return false
-			}
-			i += w
-			k, i = b[i:i+int(kl)], i+int(kl)
-			vl, w := binary.Uvarint(b[i:])
-			if w <= 0 || uint64(len(b)-i-w) < vl {
-				return false
-			}
-			i += w
-			v, i = b[i:i+int(vl)], i+int(vl)
-		} else {
-			_, _, next, err := tag(b, i)
-			if err != nil {
-				return false
-			}
-			start, end, err := lengthDelimited(b, next)
-			if err != nil {
-				return false
-			}
-			if k, v, err = entryStrings(b[start:end]); err != nil {
-				return false
-			}
-			i = end
-		}
-		if got, ok := m[string(k)]; !ok || got != string(v) {
-			return false
-		}
-	}
-	return n == len(m)
-}
-
-// entryStrings returns the key (field 1) and value (field 2) of a map
-// entry of strings, empty when missing.
-func entryStrings(e []byte) (k, v []byte, err error) {
-	for j := 0; j < len(e); {
-		num, typ, next, err := tag(e, j)
-		if err != nil {
-			return nil, nil, err
-		}
-		if typ != wireBytes {
-			if j, err = skip(e, next, typ); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		s, end, err := lengthDelimited(e, next)
-		if err != nil {
-			return nil, nil, err
-		}
-		switch num {
-		case 1:
-			k = e[s:end]
-		case 2:
-			v = e[s:end]
-		}
-		j = end
-	}
-	return k, v, nil
 }

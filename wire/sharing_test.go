@@ -230,13 +230,13 @@ func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	}
 	// The hash stands for the run's: runs of one set, told apart by it.
 	hash := func(run string) uint64 { return uint64(run[0]) }
-	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(runOf(run)), hash(run), false, &written) }
+	get := func(run string) unsafe.Pointer { return set.get(typ, []byte(runOf(run)), hash(run), &written) }
 	maps := map[string]map[string]string{}
 	for _, run := range []string{"a", "b", "c", "d", "e"} {
 		maps[run] = map[string]string{run: ""}
 	}
 	for _, run := range []string{"a", "b", "c", "d"} {
-		set.put(typ, stringMapType, []byte(runOf(run)), "", hash(run), ptr(maps[run]), false)
+		set.put(typ, stringMapType, []byte(runOf(run)), "", hash(run), ptr(maps[run]))
 	}
 	for _, run := range []string{"a", "b", "c", "d"} {
 		if get(run) != ptr(maps[run]) {
@@ -246,7 +246,7 @@ func TestMapSetLeastRecentlyUsed(t *testing.T) {
 	for _, run := range []string{"a", "c", "d"} {
 		get(run) // b is now the least recently used
 	}
-	set.put(typ, stringMapType, []byte(runOf("e")), "", hash("e"), ptr(maps["e"]), false)
+	set.put(typ, stringMapType, []byte(runOf("e")), "", hash("e"), ptr(maps["e"]))
 	if get("b") != nil {
 		t.Error("the least recently used run was kept")
 	}

@@ -183,8 +183,9 @@ func TestSharedMapWrittenOtherValues(t *testing.T) {
 	}
 }
 
-// A map whose run names a key twice (the last value wins) is not shared,
-// and is not taken for one written to: SharedMapsWritten stays 0.
+// A map whose run names a key twice (the last value wins) is shared as any
+// other, the same bytes making the same map, and is not taken for one
+// written to: SharedMapsWritten stays 0.
 func TestSharedMapDuplicateKeyNotWritten(t *testing.T) {
 	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 	if err != nil {
@@ -197,13 +198,20 @@ func TestSharedMapDuplicateKeyNotWritten(t *testing.T) {
 	labels := append(entry("app", "a"), entry("app", "b")...)
 	meta := append(append([]byte{1<<3 | 2, 1}, 'p'), labels...)
 	b := append([]byte{1<<3 | 2, byte(len(meta))}, meta...)
-	for range 3 {
+	var first map[string]string
+	for i := range 3 {
 		p, err := d.Protobuf(b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.Labels["app"] != "b" || len(p.Labels) != 1 {
 			t.Fatalf("labels %v, want app=b", p.Labels)
+		}
+		if i == 1 {
+			first = p.Labels
+		}
+		if i == 2 && anyMapPointer(p.Labels) != anyMapPointer(first) {
+			t.Error("the labels of equal bytes are not shared")
 		}
 	}
 	if n := d.SharedMapsWritten(); n != 0 {
