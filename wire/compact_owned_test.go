@@ -46,7 +46,7 @@ func TestCompactDecodeOwned(t *testing.T) {
 		}
 		read = append(read, p)
 	}
-	if len(testobj.SharedRefs(read[0], read[1])) == 0 {
+	if len(testobj.SharedRefs(read[1], read[2])) == 0 {
 		t.Fatal("two siblings decoded by Decode share nothing: the test shows nothing")
 	}
 	cached := c.Cached()
@@ -108,7 +108,7 @@ func TestCompactDecodeOwnedJSON(t *testing.T) {
 	c := NewCompact(d, DecodedCacheSize)
 	var recs []*Record
 	var wants []*widget
-	for i := range 3 {
+	for i := range 4 {
 		w := &widget{
 			TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Widget"},
 			ObjectMeta: metav1.ObjectMeta{
@@ -127,25 +127,27 @@ func TestCompactDecodeOwnedJSON(t *testing.T) {
 		r.obj = nil // as if the cache had let it go
 		recs, wants = append(recs, r), append(wants, w)
 	}
-	first, err := c.Decode(recs[0])
-	if err != nil {
-		t.Fatal(err)
+	// Maps enter the decoder's table the second time they come: the
+	// third widget shares the second's.
+	var read []*widget
+	for _, r := range recs[:3] {
+		w, err := c.Decode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read = append(read, w)
 	}
-	second, err := c.Decode(recs[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(testobj.SharedRefs(first, second)) == 0 {
+	if len(testobj.SharedRefs(read[1], read[2])) == 0 {
 		t.Fatal("two widgets of one label decoded by Decode share nothing: the test shows nothing")
 	}
-	got, own, err := c.DecodeOwned(recs[2])
+	got, own, err := c.DecodeOwned(recs[3])
 	if err != nil || !own {
 		t.Fatalf("DecodeOwned: owned %v, %v", own, err)
 	}
-	if diff := cmp.Diff(wants[2], got); diff != "" {
+	if diff := cmp.Diff(wants[3], got); diff != "" {
 		t.Fatalf("decodes otherwise (-want +got):\n%s", diff)
 	}
-	for _, q := range []*widget{first, second, wants[2]} {
+	for _, q := range append(read, wants[3]) {
 		if s := testobj.SharedRefs(got, q); len(s) > 0 {
 			t.Errorf("the owned widget shares %v with another", s)
 		}

@@ -49,6 +49,7 @@ func TestResourceListSharing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	decodeChecked(t, d, pods[0]) // maps enter the table the second time they come
 	a, b := decodeChecked(t, d, pods[0]), decodeChecked(t, d, pods[1])
 	for c := range a.Spec.Containers {
 		ra, rb := a.Spec.Containers[c].Resources, b.Spec.Containers[c].Resources
@@ -104,6 +105,9 @@ func TestSharedMapKeyHasTheType(t *testing.T) {
 		return marshalPod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{c}, InitContainers: []corev1.Container{c}}})
 	}
+	if _, err := d.Protobuf(pod("a")); err != nil { // maps enter the table the second time they come
+		t.Fatal(err)
+	}
 	a, err := d.Protobuf(pod("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +131,13 @@ func TestSharedMapKeyHasTheType(t *testing.T) {
 	// The table itself: one run, two types.
 	tab := newMapTable()
 	run := []byte("\x0a\x05\x0a\x01a\x12\x00")
+	if set, _, _ := tab.find(stringMapDescriptor, run); set != nil {
+		t.Fatal("a run met once is to be remembered")
+	}
 	set, h, _ := tab.find(stringMapDescriptor, run)
+	if set == nil {
+		t.Fatal("a run met twice is not to be remembered")
+	}
 	m := map[string]string{"a": ""}
 	set.put(stringMapDescriptor, stringMapType, run, "", h, *(*unsafe.Pointer)(unsafe.Pointer(&m)))
 	if _, _, seen := tab.find(typeDescriptor(reflect.TypeFor[map[string][]byte]()), run); seen != nil {
@@ -180,6 +190,7 @@ func TestResourceListWithDecNotShared(t *testing.T) {
 		t.Errorf("another Pod's overhead changed to %s", got.String())
 	}
 	// Int64 quantities are shared.
+	decodeChecked(t, d, overheadPod("c", "cpu", "250m", "memory", "1Gi")) // met once
 	c := decodeChecked(t, d, overheadPod("c", "cpu", "250m", "memory", "1Gi"))
 	e := decodeChecked(t, d, overheadPod("e", "cpu", "250m", "memory", "1Gi"))
 	if anyMapPointer(c.Spec.Overhead) != anyMapPointer(e.Spec.Overhead) {
@@ -196,6 +207,7 @@ func TestResourceListSharingCopiesOnWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	decodeChecked(t, d, overheadPod("a", "cpu", "250m")) // maps enter the table the second time they come
 	first := decodeChecked(t, d, overheadPod("a", "cpu", "250m"))
 	second := decodeChecked(t, d, overheadPod("b", "cpu", "250m"))
 	if anyMapPointer(first.Spec.Overhead) != anyMapPointer(second.Spec.Overhead) {
@@ -236,7 +248,7 @@ func TestSharedResourceListsConcurrentReaders(t *testing.T) {
 	for _, p := range src[:20] {
 		pods = append(pods, decodeChecked(t, d, p))
 	}
-	if anyMapPointer(pods[0].Spec.Containers[0].Resources.Requests) != anyMapPointer(pods[1].Spec.Containers[0].Resources.Requests) {
+	if anyMapPointer(pods[1].Spec.Containers[0].Resources.Requests) != anyMapPointer(pods[2].Spec.Containers[0].Resources.Requests) {
 		t.Fatal("the Pods do not share their requests")
 	}
 	read := func(p *corev1.Pod) {

@@ -175,8 +175,9 @@ func otherMapIntact(sn *mapSnapshot, m unsafe.Pointer) bool {
 type mapTable struct {
 	seed maphash.Seed
 	sets []mapSet
-	keys []string // scratch of share
-	buf  []byte   // scratch of share
+	once []onceSet // the hashes of runs met once, recently (see find)
+	keys []string  // scratch of share
+	buf  []byte    // scratch of share
 	// written counts the maps found written to since they were
 	// remembered (see mapSet.get).
 	written uint64
@@ -185,18 +186,24 @@ type mapTable struct {
 const (
 	mapSets   = 1 << 7 // of four ways: 512 maps
 	mapMaxRun = 2048   // longer runs are not shared
+	// mapOnceSets is the size of the table of runs met once, in sets of
+	// four hashes: 512 runs.
+	mapOnceSets = 1 << 7
 )
 
 // stringMapDescriptor is the descriptor of map[string]string.
 var stringMapDescriptor = typeDescriptor(stringMapType)
 
 func newMapTable() *mapTable {
-	return &mapTable{seed: maphash.MakeSeed(), sets: make([]mapSet, mapSets)}
+	return &mapTable{seed: maphash.MakeSeed(), sets: make([]mapSet, mapSets), once: make([]onceSet, mapOnceSets)}
 }
 
 // find returns the set of the map of type typ (a descriptor) made for
 // run, nil if run is not to be shared, and the map remembered for them,
-// nil if none; a hit makes its way the most recently used.
+// nil if none; a hit makes its way the most recently used. A run enters
+// the table the second time it comes, not the first: a map each object
+// has its own of (a ConfigMap's data, a StatefulSet Pod's labels) would
+// otherwise cost a copy of its bytes and push out maps that repeat.
 func (t *mapTable) find(typ unsafe.Pointer, run []byte) (*mapSet, uint64, unsafe.Pointer) {
 	if len(run) > mapMaxRun {
 		return nil, 0, nil
@@ -206,7 +213,13 @@ func (t *mapTable) find(typ unsafe.Pointer, run []byte) (*mapSet, uint64, unsafe
 	// different sets, most often, and do not evict each other.
 	h := maphash.Bytes(t.seed, run) ^ (uint64(uintptr(typ))*0x9e3779b97f4a7c15)>>32
 	set := &t.sets[h&(mapSets-1)]
-	return set, h, set.get(typ, run, h, &t.written)
+	if m := set.get(typ, run, h, &t.written); m != nil {
+		return set, h, m
+	}
+	if !t.once[h>>40&(mapOnceSets-1)].seenBefore(h | 1) { // never 0, which is none
+		return nil, h, nil
+	}
+	return set, h, nil
 }
 
 // share replaces the map at m, decoded from JSON, by an equal one seen

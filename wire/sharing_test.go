@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -29,7 +30,10 @@ func TestMapSharing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// benchPod's labels repeat every 48 Pods; its annotations are the same
-	// for all.
+	// for all. Maps enter the table the second time they come.
+	if _, err := d.Protobuf(marshalPod(t, benchPod(0))); err != nil {
+		t.Fatal(err)
+	}
 	a, _ := d.Protobuf(marshalPod(t, benchPod(0)))
 	b, _ := d.Protobuf(marshalPod(t, benchPod(48)))
 	c, _ := d.Protobuf(marshalPod(t, benchPod(1)))
@@ -58,6 +62,45 @@ func TestMapSharing(t *testing.T) {
 	}
 }
 
+// A map each object has its own of (a ConfigMap's data, a StatefulSet
+// Pod's labels) never enters the table: a run enters it the second time it
+// comes, so that such maps cost no copy of their bytes and do not push out
+// those that repeat.
+func TestMapTableKeepsWhatRepeats(t *testing.T) {
+	d, err := NewDecoder[*corev1.ConfigMap, *corev1.ConfigMap](Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := func() (n int) {
+		for i := range d.maps.sets {
+			for _, w := range d.maps.sets[i].ways {
+				if w.m != nil {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	labels := map[string]string{"app": "web"}
+	for i := range 200 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: labels}, Data: map[string]string{"round": fmt.Sprint(i)}}
+		b, err := cm.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Protobuf(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(cm.Data, got.Data); diff != "" {
+			t.Fatalf("data (-want +got):\n%s", diff)
+		}
+	}
+	if n := kept(); n != 1 {
+		t.Errorf("the table holds %d maps after 200 objects of one label set and their own data, want 1 (the labels)", n)
+	}
+}
+
 // Adding to a shared map copies it first: a merge into an object (its
 // labels appear twice on the wire, or ProtobufInto) never changes the
 // other objects that share the map.
@@ -70,6 +113,7 @@ func TestMapSharingCopiesOnWrite(t *testing.T) {
 	pod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	}
+	d.Protobuf(marshalPod(t, pod("a"))) // maps enter the table the second time they come
 	first, _ := d.Protobuf(marshalPod(t, pod("a")))
 	second, _ := d.Protobuf(marshalPod(t, pod("b")))
 	if mapPointer(first.Labels) != mapPointer(second.Labels) {
@@ -124,6 +168,7 @@ func TestJSONMapSharing(t *testing.T) {
 		}
 		return p
 	}
+	decode(`{"metadata":{"name":"a","labels":{"app":"web","tier":"front"},"annotations":{"n":"1"}}}`) // met once
 	a := decode(`{"metadata":{"name":"a","labels":{"app":"web","tier":"front"},"annotations":{"n":"1"}}}`)
 	b := decode(`{"metadata":{"name":"b","labels":{"tier":"front","app":"web"},"annotations":{"n":"1"}}}`)
 	c := decode(`{"metadata":{"name":"c","labels":{"app":"web"}}}`)
@@ -153,6 +198,7 @@ func TestJSONMapSharing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	slim.JSON([]byte(`{"metadata":{"name":"a","labels":{"app":"web"}}}`)) // met once
 	s1, _ := slim.JSON([]byte(`{"metadata":{"name":"a","labels":{"app":"web"}}}`))
 	s2, _ := slim.JSON([]byte(`{"metadata":{"name":"b","labels":{"app":"web"}}}`))
 	if mapPointer(s1.Labels) != mapPointer(s2.Labels) {
@@ -183,8 +229,17 @@ func TestMapSharingAfterMerge(t *testing.T) {
 		}
 	}
 	canary := withLabels("", map[string]string{"canary": "true"})
+	// seen makes the canary run one the table has met once, so that the
+	// next time it comes, unless merged, it is remembered.
+	seen := func() {
+		t.Helper()
+		if _, err := d.Protobuf(withLabels("z", map[string]string{"canary": "true"})); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// A merge into an object with labels.
+	seen()
 	first, err := d.Protobuf(withLabels("a", map[string]string{"app": "web"}))
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +258,7 @@ func TestMapSharingAfterMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen()
 	split := append(withLabels("b", map[string]string{"tier": "front"}), canary...)
 	got, err := d.Protobuf(split)
 	if err != nil {

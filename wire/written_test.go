@@ -64,7 +64,7 @@ func TestSharedMapWritten(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			first, err := d.Protobuf(b) // shares want's maps
+			first, err := d.Protobuf(b) // its maps enter the table, met twice
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,6 +124,9 @@ func TestSharedMapWrittenLabelsAndJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := wd.JSON(js); err != nil { // maps enter the table the second time they come
+		t.Fatal(err)
+	}
 	a, err := wd.JSON(js)
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +160,9 @@ func TestSharedMapWrittenOtherValues(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}, BinaryData: map[string][]byte{"k": []byte("v"), "l": []byte("w")}}
 	b, err := cm.Marshal()
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Protobuf(b); err != nil { // maps enter the table the second time they come
 		t.Fatal(err)
 	}
 	first, err := d.Protobuf(b)
