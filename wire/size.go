@@ -519,7 +519,7 @@ func (sh *sharing) heldBytes() int {
 		}
 	}
 	for _, t := range sh.tables {
-		n += allocBytes(len(t.sets) * int(unsafe.Sizeof(mapSet{})))
+		n += allocBytes(len(t.sets)*int(unsafe.Sizeof(mapSet{}))) + allocBytes(len(t.once)*int(unsafe.Sizeof(onceSet{})))
 		for i := range t.sets {
 			for _, w := range t.sets[i].ways {
 				n += stringBytes(len(w.run)) + w.snap.bytes()
@@ -600,10 +600,11 @@ func (d *Decoder[PP]) SharedBytes() int {
 // SharedMapsWritten counts the shared maps d found written to since it
 // handed them out: maps its objects share (see Options.NoMapSharing) that
 // a reader changed through one object, which the objects' contract
-// forbids; and likewise the pointed-at messages its objects share (see
-// share_msg.go), checked by encoding them again. d checks a map each time
-// it would hand it to one more object, by its length and then its
-// entries, and hands out such a map no more:
+// forbids; and likewise the pointed-at messages and runs its objects share
+// (see share_msg.go). d checks a map or a message each time it would hand
+// it to one more object, by a hash of its memory taken when it remembered
+// it (a map of other values than strings and Quantities against a copy),
+// and hands out such a map no more:
 // objects decoded after the write get what the server sent. The objects
 // that held the map before still hold it, written. A count above zero
 // says that the program writes to objects it must only read.
