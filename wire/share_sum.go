@@ -24,7 +24,7 @@ import (
 // again and compares: a write to any of it, through a pointer, into a
 // slice's element or a map, or a field set to another value (even an
 // equal one elsewhere in memory), changes the hash but for one chance in
-// 2^64, as for the maps of strings the map table checks by hash.
+// 2^64.
 //
 // Types it cannot hash so (an interface, a map other than of strings to
 // strings or to Quantities, a recursive type) are checked by encoding, as
@@ -98,8 +98,11 @@ func addRefs(x *sumType, t reflect.Type, off uintptr, building map[reflect.Type]
 		return ok
 	case reflect.Map:
 		k := kindOfMap(t)
+		if k == otherMap {
+			return false
+		}
 		x.refs = append(x.refs, sumRef{off: off, kind: reflect.Map, mapKind: k})
-		return k != otherMap
+		return true
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
@@ -178,9 +181,10 @@ func (t *msgTable) block(p unsafe.Pointer, n uintptr, h uint64) uint64 {
 }
 
 // mapSum hashes the entries of the map at p, of kind stringMap or
-// quantityMap (strings to strings, or to Quantities), in no order: the sum of each entry's hash,
-// and their count. An entry's strings count by where their bytes are, as
-// a struct's do.
+// quantityMap (strings to strings, or to Quantities), in no order: the sum
+// of each entry's hash, and their count. An entry's strings count by where
+// their bytes are, as a struct's do. The map table checks its maps of
+// those kinds with it too (see mapSnapshot).
 func mapSum(kind mapKind, p unsafe.Pointer) uint64 {
 	if kind == stringMap {
 		m := *(*map[string]string)(p)
