@@ -319,8 +319,14 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 	}
 	// Through the same transport, and so the same connections, watches
 	// learn whether the server compressed them (see wire.RecordEncoding).
+	// Unless cfg disables compression, they inflate the watch-list
+	// streams themselves (wire.RecordEncodingInflating).
+	record := wire.RecordEncodingInflating
+	if f.cfg.DisableCompression {
+		record = wire.RecordEncoding
+	}
 	f.http = &http.Client{
-		Transport:     wire.RecordEncoding(rt),
+		Transport:     record(rt),
 		CheckRedirect: f.http.CheckRedirect,
 		Jar:           f.http.Jar,
 		Timeout:       f.http.Timeout,

@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,11 +68,14 @@ func TestRecordEncoding(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		record      bool
+		inflate     bool // RecordEncodingInflating
 		noGzip      bool
 		watchList   bool
 		wantReplace bool
 	}{
 		{name: "watch-list, recorded", record: true, watchList: true, wantReplace: true},
+		{name: "watch-list, inflated by the recorder", record: true, inflate: true, watchList: true, wantReplace: true},
+		{name: "plain watch, inflating recorder", record: true, inflate: true},
 		{name: "plain watch, recorded", record: true},
 		{name: "watch-list, not recorded", watchList: true},
 		{name: "watch-list, compression disabled", record: true, noGzip: true, watchList: true},
@@ -80,7 +85,10 @@ func TestRecordEncoding(t *testing.T) {
 			tr.DisableCompression = tc.noGzip
 			t.Cleanup(tr.CloseIdleConnections)
 			var rt http.RoundTripper = tr
-			if tc.record {
+			switch {
+			case tc.inflate:
+				rt = RecordEncodingInflating(rt)
+			case tc.record:
 				rt = RecordEncoding(rt)
 			}
 			src := configMapSource(t, srv.URL, rt, dec, false)
@@ -186,39 +194,143 @@ func TestReplaceAfterInitialEventsBySize(t *testing.T) {
 		{name: "HTTP/2, large objects, not compressed", n: 3, size: 2 * largeObject, http2: true, noGzip: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := protobufWatchListServer(t, tc.n, tc.size, tc.http2)
-			tr := srv.Client().Transport.(*http.Transport).Clone()
-			tr.DisableCompression = tc.noGzip
-			t.Cleanup(tr.CloseIdleConnections)
-			src := configMapSource(t, srv.URL, RecordEncoding(tr), dec, true)
-			sendInitial := true
-			w, err := src.Watch(t.Context(), metav1.ListOptions{SendInitialEvents: &sendInitial, AllowWatchBookmarks: true})
+			for _, record := range recorders {
+				if tc.noGzip && record.inflates {
+					continue // it asks for gzip whatever the transport does
+				}
+				t.Run(record.name, func(t *testing.T) {
+					replaceAfterInitialEvents(t, dec, record.wrap, tc.n, tc.size, tc.http2, tc.noGzip, tc.wantReplace)
+				})
+			}
+		})
+	}
+}
+
+// recorders are RecordEncoding and RecordEncodingInflating, which the
+// tests of the encodings run with each.
+var recorders = []struct {
+	name     string
+	wrap     func(http.RoundTripper) http.RoundTripper
+	inflates bool
+}{
+	{"RecordEncoding", RecordEncoding, false},
+	{"RecordEncodingInflating", RecordEncodingInflating, true},
+}
+
+// replaceAfterInitialEvents is a case of TestReplaceAfterInitialEventsBySize
+// through the recorder record.
+func replaceAfterInitialEvents(t *testing.T, dec *Decoder[*corev1.ConfigMap], record func(http.RoundTripper) http.RoundTripper, n, size int, http2, noGzip, wantReplace bool) {
+	srv := protobufWatchListServer(t, n, size, http2)
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	tr.DisableCompression = noGzip
+	t.Cleanup(tr.CloseIdleConnections)
+	src := configMapSource(t, srv.URL, record(tr), dec, true)
+	sendInitial := true
+	w, err := src.Watch(t.Context(), metav1.ListOptions{SendInitialEvents: &sendInitial, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	replace := w.(interface{ ReplaceAfterInitialEvents() bool }).ReplaceAfterInitialEvents
+	if got := replace(); got != !noGzip {
+		t.Errorf("before the initial events: ReplaceAfterInitialEvents() = %v, want %v", got, !noGzip)
+	}
+	next := w.(interface{ NextEvent() (watch.Event, bool) }).NextEvent
+	for i := 0; ; i++ {
+		ev, ok := next()
+		if !ok {
+			t.Fatalf("the stream ended after %d events, before its bookmark", i)
+		}
+		if ev.Type == watch.Bookmark {
+			if i != n {
+				t.Fatalf("bookmark after %d events, want %d", i, n)
+			}
+			break
+		}
+		if cm := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Added || len(cm.Data["d"]) != size {
+			t.Fatalf("event %d: %s of %d bytes of data, want ADDED of %d", i, ev.Type, len(cm.Data["d"]), size)
+		}
+	}
+	if got := replace(); got != wantReplace {
+		t.Errorf("after the initial events: ReplaceAfterInitialEvents() = %v, want %v", got, wantReplace)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestRecordEncodingInflating: the recorder asks for gzip on a Source's
+// watch, and on nothing else, leaves a request that names its own
+// Accept-Encoding as it is, and hands the watch its response inflated, as
+// a transport does with the gzip it asked for; a stream that is not gzip
+// comes through as it is.
+func TestRecordEncodingInflating(t *testing.T) {
+	const text = "the body of the response, the body"
+	var compressed bytes.Buffer
+	gz := gzip.NewWriter(&compressed)
+	gz.Write([]byte(text))
+	gz.Close()
+	var asked string
+	rt := RecordEncodingInflating(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		asked = r.Header.Get("Accept-Encoding")
+		resp := &http.Response{StatusCode: 200, ProtoMajor: 2, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(text)), ContentLength: int64(len(text))}
+		if asked == "gzip" {
+			resp.Header.Set("Content-Encoding", "gzip")
+			resp.Header.Set("Content-Length", fmt.Sprint(compressed.Len()))
+			resp.Body = io.NopCloser(bytes.NewReader(compressed.Bytes()))
+			resp.ContentLength = int64(compressed.Len())
+		}
+		return resp, nil
+	}))
+	for _, tc := range []struct {
+		name       string
+		watch      bool   // the request is a Source's watch
+		own        string // the request's own Accept-Encoding
+		wantAsked  string
+		compressed bool
+	}{
+		{name: "a Source's watch", watch: true, wantAsked: "gzip", compressed: true},
+		{name: "another request", wantAsked: ""},
+		{name: "a watch naming its own encoding", watch: true, own: "identity", wantAsked: "identity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var enc streamEncoding
+			ctx := t.Context()
+			if tc.watch {
+				ctx = withEncoding(ctx, &enc)
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://example.invalid/api/v1/pods?watch=true", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer w.Stop()
-			replace := w.(interface{ ReplaceAfterInitialEvents() bool }).ReplaceAfterInitialEvents
-			if got := replace(); got != !tc.noGzip {
-				t.Errorf("before the initial events: ReplaceAfterInitialEvents() = %v, want %v", got, !tc.noGzip)
+			if tc.own != "" {
+				req.Header.Set("Accept-Encoding", tc.own)
 			}
-			next := w.(interface{ NextEvent() (watch.Event, bool) }).NextEvent
-			for i := 0; ; i++ {
-				ev, ok := next()
-				if !ok {
-					t.Fatalf("the stream ended after %d events, before its bookmark", i)
-				}
-				if ev.Type == watch.Bookmark {
-					if i != tc.n {
-						t.Fatalf("bookmark after %d events, want %d", i, tc.n)
-					}
-					break
-				}
-				if cm := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Added || len(cm.Data["d"]) != tc.size {
-					t.Fatalf("event %d: %s of %d bytes of data, want ADDED of %d", i, ev.Type, len(cm.Data["d"]), tc.size)
-				}
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if got := replace(); got != tc.wantReplace {
-				t.Errorf("after the initial events: ReplaceAfterInitialEvents() = %v, want %v", got, tc.wantReplace)
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if asked != tc.wantAsked {
+				t.Errorf("the transport was asked for %q, want %q", asked, tc.wantAsked)
+			}
+			if req.Header.Get("Accept-Encoding") != tc.own {
+				t.Errorf("the caller's request was changed: Accept-Encoding %q", req.Header.Get("Accept-Encoding"))
+			}
+			if string(body) != text {
+				t.Errorf("body %q, want %q", body, text)
+			}
+			if tc.compressed != (resp.Uncompressed && resp.Header.Get("Content-Encoding") == "" && resp.ContentLength == -1) {
+				t.Errorf("compressed %v: Uncompressed %v, Content-Encoding %q, ContentLength %d", tc.compressed, resp.Uncompressed, resp.Header.Get("Content-Encoding"), resp.ContentLength)
+			}
+			if enc.compressed != tc.compressed {
+				t.Errorf("recorded compressed %v, want %v", enc.compressed, tc.compressed)
 			}
 		})
 	}
