@@ -18,7 +18,7 @@ import (
 // plain watch, which the apiserver does not compress (see
 // ReplaceAfterInitialEvents for when), and the informer's Reflector does
 // so. The Factory's clients send their requests through it. Requests that
-// are not a Source's watches pass through untouched.
+// are not a Source's pass through untouched.
 func RecordEncoding(rt http.RoundTripper) http.RoundTripper {
 	if rt == nil {
 		rt = http.DefaultTransport // as an http.Client with no Transport
@@ -27,14 +27,15 @@ func RecordEncoding(rt http.RoundTripper) http.RoundTripper {
 }
 
 // RecordEncodingInflating is RecordEncoding that also inflates a Source's
-// watches itself: it asks for gzip on their requests, so that the
+// watches and lists itself: it asks for gzip on their requests, so that the
 // transport leaves a compressed response as it came, and inflates it with
 // an inflater of this module's, which takes about half the CPU
 // compress/gzip's does on the apiserver's watch-list streams (a gzip member
 // per event). Use it over a transport that would ask for gzip itself (a
 // rest.Config without DisableCompression): it asks whatever that transport
 // would do. The Factory's clients use it unless their rest.Config sets
-// DisableCompression. Requests that are not a Source's watches, and
+// DisableCompression. (The apiserver compresses a list of more than 128
+// KiB whole, as one member.) Requests that are not a Source's, and
 // requests that name an Accept-Encoding of their own, pass through
 // untouched.
 func RecordEncodingInflating(rt http.RoundTripper) http.RoundTripper {
@@ -46,7 +47,7 @@ func RecordEncodingInflating(rt http.RoundTripper) http.RoundTripper {
 
 type encodingRecorder struct {
 	rt      http.RoundTripper
-	inflate bool // ask for gzip on a Source's watches and inflate them here
+	inflate bool // ask for gzip on a Source's watches and lists, and inflate them here
 }
 
 // streamEncoding is what a watch request learns of its response.

@@ -132,7 +132,9 @@ func (s *Source[PP]) request(opts *metav1.ListOptions) *rest.Request {
 // response is decoded as it arrives, item by item, never held whole.
 func (s *Source[PP]) List(ctx context.Context, opts metav1.ListOptions) ([]PP, metav1.ListMeta, error) {
 	s.listing(opts)
-	stream, err := s.request(&opts).Stream(ctx)
+	// Through RecordEncodingInflating, a compressed list is inflated as a
+	// watch is.
+	stream, err := s.request(&opts).Stream(withEncoding(ctx, new(streamEncoding)))
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
 	}

@@ -14,7 +14,7 @@ import (
 // Compact). The items of a JSON response are decoded, as List decodes
 // them, and returned. SourceOptions.Reuse is not asked.
 func (s *Source[PP]) ListRaw(ctx context.Context, opts metav1.ListOptions, raw func(item []byte) error) ([]PP, metav1.ListMeta, error) {
-	stream, err := s.request(&opts).Stream(ctx)
+	stream, err := s.request(&opts).Stream(withEncoding(ctx, new(streamEncoding)))
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
 	}

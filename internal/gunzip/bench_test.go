@@ -3,18 +3,32 @@ package gunzip
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/typedkube/informer/internal/testobj"
 )
 
-// events are n realistic Pods' protobuf, each compressed as a member of
-// its own, as the apiserver writes a watch-list stream.
-func events(b *testing.B, n int) (stream []byte, size int) {
+// events are n objects' protobuf, each compressed as a member of its
+// own, as the apiserver writes a watch-list stream: realistic Pods (11
+// KB), or ConfigMaps of about 300 bytes.
+func events(b *testing.B, n int, small bool) (stream []byte, size int) {
 	var parts [][]byte
-	for _, p := range testobj.RealisticPods("default", n, 4) {
-		pb, err := p.Marshal()
+	for i, p := range testobj.RealisticPods("default", n, 4) {
+		var pb []byte
+		var err error
+		if small {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, ResourceVersion: fmt.Sprint(1000 + i)},
+				Data: map[string]string{"config": strings.Repeat(p.Name, 8)}}
+			pb, err = cm.Marshal()
+		} else {
+			pb, err = p.Marshal()
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -24,11 +38,22 @@ func events(b *testing.B, n int) (stream []byte, size int) {
 	return gz(b, gzip.DefaultCompression, parts...), size
 }
 
-// BenchmarkInflate: a stream of realistic Pods' events, inflated by this
-// package and by compress/gzip (impl=std), both through an io.Reader
-// of the stream's bytes.
+// BenchmarkInflate: a stream of events, inflated by this package and by
+// compress/gzip (impl=std), both through an io.Reader of the stream's
+// bytes; events/op is the stream's members.
 func BenchmarkInflate(b *testing.B) {
-	stream, size := events(b, 20)
+	for _, small := range []bool{false, true} {
+		name := "events=pods"
+		if small {
+			name = "events=configmaps"
+		}
+		b.Run(name, func(b *testing.B) { inflate(b, small) })
+	}
+}
+
+func inflate(b *testing.B, small bool) {
+	const n = 20
+	stream, size := events(b, n, small)
 	p := make([]byte, 32<<10)
 	drain := func(r io.Reader) {
 		for {
@@ -46,6 +71,7 @@ func BenchmarkInflate(b *testing.B) {
 		for b.Loop() {
 			drain(NewReader(bytes.NewReader(stream)))
 		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 	})
 	b.Run("impl=std", func(b *testing.B) {
 		b.SetBytes(int64(size))
@@ -57,5 +83,6 @@ func BenchmarkInflate(b *testing.B) {
 			}
 			drain(r)
 		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 	})
 }

@@ -43,6 +43,9 @@ const (
 	maxIn  = 96 << 10
 	// maxMatch is the longest output one symbol makes.
 	maxMatch = 258
+	// maxEmptyReads is how many reads in a row may return nothing and no
+	// error.
+	maxEmptyReads = 100
 )
 
 // state is where the decoder is between two steps.
@@ -66,9 +69,7 @@ type Reader struct {
 	in       []byte // input; in[ip:iend] not yet taken
 	ip, iend int
 	base     int64 // input bytes dropped from in's front, for offsets
-	// keep, when >= 0, is the first byte of in a fill must keep: a
-	// block header is being read and may have to be read again.
-	keep int
+	empty    int   // reads in a row that returned nothing
 
 	bits uint64 // input bits taken but not used, the next at bit 0
 	nb   uint   // how many (the bits above them are zero or the next input's)
@@ -96,8 +97,13 @@ type Reader struct {
 
 // NewReader returns a Reader of the gzip members r holds. Unlike
 // gzip.NewReader it reads nothing before the first Read.
-func NewReader(r io.Reader) *Reader {
-	return &Reader{r: r, in: make([]byte, inSize), keep: -1, out: make([]byte, outSize)}
+func NewReader(r io.Reader) *Reader { return newReaderSize(r, inSize) }
+
+// newReaderSize returns a Reader whose input buffer starts at n bytes
+// (at least 16): tests make it small, so that its input is moved and
+// read again often.
+func newReaderSize(r io.Reader, n int) *Reader {
+	return &Reader{r: r, in: make([]byte, max(n, 16)), out: make([]byte, outSize)}
 }
 
 // Read reads inflated bytes. It returns io.EOF after the last member, an
@@ -177,22 +183,16 @@ func (z *Reader) sum() {
 	}
 }
 
-// fill reads more input, keeping what is not taken, the 8 bytes before it
-// (those the bit buffer may give back) and, while a block header is read,
-// everything from keep.
+// fill reads more input, keeping what is not taken and the 8 bytes before
+// it (those the bit buffer may give back). A header that needed more
+// input has taken nothing (see block): it is read again from its start.
 func (z *Reader) fill() {
 	k := max(z.ip-8, 0)
-	if z.keep >= 0 {
-		k = min(k, z.keep)
-	}
 	if k > 0 && (z.iend == len(z.in) || k >= len(z.in)/2) {
 		copy(z.in, z.in[k:z.iend])
 		z.ip -= k
 		z.iend -= k
 		z.base += int64(k)
-		if z.keep >= 0 {
-			z.keep -= k
-		}
 	}
 	if z.iend == len(z.in) {
 		if len(z.in) >= maxIn {
@@ -203,8 +203,15 @@ func (z *Reader) fill() {
 	}
 	n, err := z.r.Read(z.in[z.iend:])
 	z.iend += n
-	if err != nil {
+	switch {
+	case err != nil:
 		z.rerr = err
+	case n > 0:
+		z.empty = 0
+	default:
+		if z.empty++; z.empty >= maxEmptyReads {
+			z.rerr = io.ErrNoProgress // as bufio says of a reader that returns nothing
+		}
 	}
 }
 
@@ -352,12 +359,10 @@ func (z *Reader) header() bool {
 // start with more.
 func (z *Reader) block() bool {
 	ip, bits, nb := z.ip, z.bits, z.nb
-	z.keep = max(ip-8, 0)
 	ok := z.blockHeader()
 	if !ok && z.err == nil {
 		z.ip, z.bits, z.nb = ip, bits, nb
 	}
-	z.keep = -1
 	return ok
 }
 

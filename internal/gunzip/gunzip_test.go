@@ -47,8 +47,14 @@ func (c *chunks) Read(p []byte) (int, error) {
 
 // ours inflates data with a Reader fed in pieces of at most max bytes,
 // read through a buffer of size buf.
+//
+// The Reader's own input buffer is of the default size, or, as seed picks,
+// of 16, 40 or 1,000 bytes, so that what it keeps of its input when it
+// reads more (a block header it may read again, the bytes its bit buffer
+// may give back) is moved often.
 func ours(data []byte, seed uint64, max, buf int) ([]byte, error) {
-	z := NewReader(&chunks{data: data, rnd: rand.New(rand.NewPCG(seed, 1)), max: max})
+	src := &chunks{data: data, rnd: rand.New(rand.NewPCG(seed, 1)), max: max}
+	z := newReaderSize(src, [...]int{inSize, 16, 40, 1000}[seed%4])
 	var out []byte
 	p := make([]byte, buf)
 	for {
@@ -252,7 +258,15 @@ func TestReaderErrors(t *testing.T) {
 	if _, err := ours(nil, 1, 1, 1); err != nil {
 		t.Errorf("no input: %v, want a clean end", err)
 	}
+	if _, err := NewReader(nothing{}).Read(make([]byte, 10)); !errors.Is(err, io.ErrNoProgress) {
+		t.Errorf("a reader that returns nothing: %v, want io.ErrNoProgress", err)
+	}
 }
+
+// nothing is an io.Reader that returns nothing, and no error.
+type nothing struct{}
+
+func (nothing) Read([]byte) (int, error) { return 0, nil }
 
 // queue is an io.Reader of the pieces put in it that fails the test when
 // read with none left: the Reader asked for input it did not need.

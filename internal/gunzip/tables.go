@@ -67,11 +67,15 @@ func (t *table) build(lengths []uint8, primary uint, info []uint32) bool {
 	p := min(primary, max(maxLen, 1))
 	t.primary, t.mask = p, 1<<p-1
 	t.t = slices.Grow(t.t[:0], 1<<p)[:1<<p]
-	for i := range t.t {
-		t.t[i] = invalidEntry | uint32(p) // a code not there, known from p bits
-	}
-	if maxLen == 0 {
-		return true
+	complete := kraft == 1<<maxCodeLen
+	if !complete {
+		// Some index has no code: a lookup of it fails, after p bits.
+		for i := range t.t {
+			t.t[i] = invalidEntry | uint32(p)
+		}
+		if maxLen == 0 {
+			return true
+		}
 	}
 	var next [maxCodeLen + 2]int
 	code := 0
@@ -83,14 +87,24 @@ func (t *table) build(lengths []uint8, primary uint, info []uint32) bool {
 	if maxLen > p {
 		subBits = maxLen - p
 	}
+	// Each symbol's code, reversed as the input holds it; a complete
+	// code's entries are all written below but for the links, whose slots
+	// are cleared first, as they may hold a previous build's.
+	var revs [288]uint16
+	for sym, l := range lengths {
+		if l != 0 {
+			revs[sym] = bits.Reverse16(uint16(next[l])) >> (16 - l)
+			next[l]++
+			if uint(l) > p {
+				t.t[uint(revs[sym])&uint(t.mask)] = invalidEntry
+			}
+		}
+	}
 	for sym, l8 := range lengths {
 		if l8 == 0 {
 			continue
 		}
-		l := uint(l8)
-		c := next[l]
-		next[l]++
-		rev := uint(bits.Reverse16(uint16(c))) >> (16 - l)
+		l, rev := uint(l8), uint(revs[sym])
 		if l <= p {
 			e := info[sym] | uint32(l)
 			for i := rev; i < 1<<p; i += 1 << l {
