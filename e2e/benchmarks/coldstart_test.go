@@ -34,7 +34,9 @@ import (
 //   - impl=typed: informer.NewFactory and informer.For[*corev1.Pod]: protobuf and a watch-list
 //     stream, decoded by package wire (the factory's default DecodeWire);
 //   - impl=floor: the transport floor (floor_test.go): the same watch-list stream, read frame by
-//     frame, nothing decoded.
+//     frame, nothing decoded;
+//   - impl=floor-own-inflater: the floor with the stream inflated by the library's inflater
+//     (internal/gunzip), as our informer's is, not by compress/gzip in the HTTP transport.
 //
 // pods=Nk/store=compact is the same beside our informer with a compact store
 // (InformerOptions.Compact): it lists the Pods' protobuf and keeps each as it came, undecoded.
@@ -61,6 +63,8 @@ func BenchmarkColdStart(b *testing.B) {
 				coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{}))
 			})
 			b.Run("impl=floor", func(b *testing.B) { coldStart(b, n, floorPods(b, cfg, ns, n)) })
+			// The floor inflating as our informer does: reported, not paired.
+			b.Run("impl=floor-own-inflater", func(b *testing.B) { coldStart(b, n, floorPodsOwnInflater(b, cfg, ns, n)) })
 			// Our informer with a compact store, beside client-go's with full objects.
 			b.Run("store=compact", func(b *testing.B) {
 				b.Run("impl=upstream", func(b *testing.B) {

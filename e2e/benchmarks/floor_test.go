@@ -6,10 +6,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/internal/gunzip"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -266,8 +269,44 @@ func readFrames(body io.ReadCloser, each func(typ []byte) bool) (done <-chan str
 // informers ask for one (sendInitialEvents, bookmarks, protobuf), read until the initial
 // events have all come (the n objects and the bookmark that ends them), decoding nothing.
 func floorPods(b fataler, cfg *rest.Config, ns string, n int) startFunc {
+	return floorPodsOver(b, cfg, ns, n, false)
+}
+
+// floorPodsOwnInflater is floorPods whose stream is inflated by the library's inflater, as the
+// factory's clients inflate theirs (wire.RecordEncodingInflating), not by compress/gzip in the
+// HTTP transport: the floor of a client that inflates as ours does.
+func floorPodsOwnInflater(b fataler, cfg *rest.Config, ns string, n int) startFunc {
+	return floorPodsOver(b, cfg, ns, n, true)
+}
+
+// inflatingTransport asks for gzip itself and inflates the response with package gunzip.
+type inflatingTransport struct{ rt http.RoundTripper }
+
+func (t inflatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil || !strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		return resp, err
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{gunzip.NewReader(resp.Body), resp.Body}
+	resp.Header.Del("Content-Encoding")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength, resp.Uncompressed = -1, true
+	return resp, nil
+}
+
+func floorPodsOver(b fataler, cfg *rest.Config, ns string, n int, ownInflater bool) startFunc {
 	return func(ctx context.Context) (synced func() bool, size func() int, stats func() informer.Stats, stop func()) {
-		rc, err := floorClient(cfg)
+		c := cfg
+		if ownInflater {
+			c = rest.CopyConfig(cfg)
+			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return inflatingTransport{rt} })
+		}
+		rc, err := floorClient(c)
 		if err != nil {
 			b.Fatal(err)
 		}
