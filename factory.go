@@ -159,8 +159,11 @@ type FactoryOptions struct {
 	// the *rest.Config, which still gives the host, the content types and
 	// the rate limits: for a program that shares one client, and its
 	// connections, among its parts, as controller-runtime's manager does.
-	// Shutdown leaves its idle connections open. Default: one made from
-	// the *rest.Config with rest.HTTPClientFor.
+	// Shutdown leaves its idle connections open. Either way the factory's
+	// lists and watches of package wire ask for gzip themselves and
+	// inflate it (wire.RecordEncodingInflating), unless the *rest.Config
+	// sets DisableCompression. Default: one made from the *rest.Config
+	// with rest.HTTPClientFor.
 	HTTPClient *http.Client
 	// WatchHTTP1 sends each watch of the informers of a factory made by
 	// NewFactory over an HTTP/1.1 connection of its own, and its other
