@@ -2,9 +2,7 @@ package wire
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/typedkube/informer/internal/gunzip"
 )
@@ -71,28 +69,14 @@ func (e *encodingRecorder) RoundTrip(req *http.Request) (*http.Response, error) 
 		return resp, err
 	}
 	if ok {
-		if asked && strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
-			// As the transport does with a response to the gzip it asked
-			// for.
-			resp.Body = &inflating{Reader: gunzip.NewReader(resp.Body), body: resp.Body}
-			resp.Header.Del("Content-Encoding")
-			resp.Header.Del("Content-Length")
-			resp.ContentLength = -1
-			resp.Uncompressed = true
+		if asked {
+			gunzip.InflateResponse(resp)
 		}
 		enc.compressed = resp.Uncompressed || resp.Header.Get("Content-Encoding") == "gzip"
 		enc.http2 = resp.ProtoMajor == 2
 	}
 	return resp, nil
 }
-
-// inflating is a response body inflated as it is read.
-type inflating struct {
-	*gunzip.Reader
-	body io.Closer
-}
-
-func (b *inflating) Close() error { return b.body.Close() }
 
 // WrappedRoundTripper returns the wrapped RoundTripper, for apimachinery's
 // utilnet.CloseIdleConnectionsFor and other unwrappers.

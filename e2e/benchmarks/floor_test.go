@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/typedkube/informer"
@@ -286,17 +285,10 @@ func (t inflatingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	req = req.Clone(req.Context())
 	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := t.rt.RoundTrip(req)
-	if err != nil || !strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
-		return resp, err
+	if err == nil {
+		gunzip.InflateResponse(resp)
 	}
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{gunzip.NewReader(resp.Body), resp.Body}
-	resp.Header.Del("Content-Encoding")
-	resp.Header.Del("Content-Length")
-	resp.ContentLength, resp.Uncompressed = -1, true
-	return resp, nil
+	return resp, err
 }
 
 func floorPodsOver(b fataler, cfg *rest.Config, ns string, n int, ownInflater bool) startFunc {

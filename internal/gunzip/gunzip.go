@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net/http"
+	"strings"
 )
 
 // The errors a Reader returns for bad input, wrapped with where it was.
@@ -58,6 +60,29 @@ const (
 	stHuffman              // inside a block of Huffman codes
 	stTrailer              // the member's trailer is next
 )
+
+// InflateResponse makes resp's body, if the server gzipped it, inflate as
+// it is read, and marks resp as Go's transport marks a response to the
+// gzip it asked for itself: no Content-Encoding or Content-Length,
+// ContentLength -1, Uncompressed. It reports whether it did.
+func InflateResponse(resp *http.Response) bool {
+	if !strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		return false
+	}
+	resp.Body = &body{Reader: NewReader(resp.Body), closer: resp.Body}
+	resp.Header.Del("Content-Encoding")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength, resp.Uncompressed = -1, true
+	return true
+}
+
+// body is a response body inflated as it is read.
+type body struct {
+	*Reader
+	closer io.Closer
+}
+
+func (b *body) Close() error { return b.closer.Close() }
 
 // Reader inflates the gzip members read from an io.Reader, one after the
 // other. It is not safe for concurrent use.
@@ -349,7 +374,7 @@ func (z *Reader) header() bool {
 		i += 2
 	}
 	z.ip += i
-	z.st, z.final = stBlock, false
+	z.st = stBlock
 	z.start, z.crcFrom, z.crc, z.size = z.op, z.op, 0, 0
 	return true
 }

@@ -38,8 +38,6 @@ func entry(v uint32, n, extra uint, flags uint32) uint32 {
 	return v<<16 | uint32(extra)<<5 | uint32(n) | flags
 }
 
-const invalidEntry = entryInvalid
-
 const maxCodeLen = 15
 
 // build makes t the table of the code whose lengths are given, symbol by
@@ -71,7 +69,7 @@ func (t *table) build(lengths []uint8, primary uint, info []uint32) bool {
 	if !complete {
 		// Some index has no code: a lookup of it fails, after p bits.
 		for i := range t.t {
-			t.t[i] = invalidEntry | uint32(p)
+			t.t[i] = entryInvalid | uint32(p)
 		}
 		if maxLen == 0 {
 			return true
@@ -96,7 +94,7 @@ func (t *table) build(lengths []uint8, primary uint, info []uint32) bool {
 			revs[sym] = bits.Reverse16(uint16(next[l])) >> (16 - l)
 			next[l]++
 			if uint(l) > p {
-				t.t[uint(revs[sym])&uint(t.mask)] = invalidEntry
+				t.t[uint(revs[sym])&uint(t.mask)] = entryInvalid
 			}
 		}
 	}
@@ -117,7 +115,7 @@ func (t *table) build(lengths []uint8, primary uint, info []uint32) bool {
 		if link&entryLink == 0 { // the first code of this prefix: a sub-table for it
 			off := len(t.t)
 			for range 1 << subBits {
-				t.t = append(t.t, invalidEntry|uint32(subBits))
+				t.t = append(t.t, entryInvalid|uint32(subBits))
 			}
 			link = entry(uint32(off), p, subBits, entryLink)
 			t.t[head] = link
@@ -148,7 +146,7 @@ func init() {
 	for i := range lengthBase {
 		litInfo[257+i] = entry(lengthBase[i], 0, lengthExtra[i], 0)
 	}
-	litInfo[286], litInfo[287] = invalidEntry, invalidEntry
+	litInfo[286], litInfo[287] = entryInvalid, entryInvalid
 	distBase := [...]uint32{1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577}
 	for i := range distBase {
 		extra := uint(0)
@@ -157,7 +155,7 @@ func init() {
 		}
 		distInfo[i] = entry(distBase[i], 0, extra, 0)
 	}
-	distInfo[30], distInfo[31] = invalidEntry, invalidEntry
+	distInfo[30], distInfo[31] = entryInvalid, entryInvalid
 	for s := range 19 {
 		clenInfo[s] = entry(uint32(s), 0, 0, 0)
 	}
