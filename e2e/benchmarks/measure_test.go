@@ -195,6 +195,7 @@ func (h *heapSampler) Marked() uint64 { return h.marked }
 type syscallsPerEvent struct {
 	r0, w0, reads, writes float64
 	s0, sleeps            float64
+	f0, faults            float64
 	rounds                int
 }
 
@@ -203,8 +204,8 @@ func (s *syscallsPerEvent) start(b fataler) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v := kubetest.ProcessSleeps()
-	s.r0, s.w0, s.s0 = float64(r), float64(w), float64(v)
+	v, f := kubetest.ProcessSleeps(), kubetest.ProcessFaults()
+	s.r0, s.w0, s.s0, s.f0 = float64(r), float64(w), float64(v), float64(f)
 }
 
 func (s *syscallsPerEvent) stop(b fataler, events int) {
@@ -212,17 +213,19 @@ func (s *syscallsPerEvent) stop(b fataler, events int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v := kubetest.ProcessSleeps()
+	v, f := kubetest.ProcessSleeps(), kubetest.ProcessFaults()
+	s.faults += (float64(f) - s.f0) / float64(events)
 	s.reads += (float64(r) - s.r0) / float64(events)
 	s.writes += (float64(w) - s.w0) / float64(events)
 	s.sleeps += (float64(v) - s.s0) / float64(events)
 	s.rounds++
 }
 
-// report reports the averages as reads/event, writes/event and sleeps/event.
+// report reports the averages as reads/event, writes/event, sleeps/event and faults/event.
 func (s *syscallsPerEvent) report(b *testing.B) {
 	n := float64(s.rounds)
 	b.ReportMetric(s.reads/n, "reads/event")
 	b.ReportMetric(s.writes/n, "writes/event")
 	b.ReportMetric(s.sleeps/n, "sleeps/event")
+	b.ReportMetric(s.faults/n, "faults/event")
 }

@@ -32,6 +32,13 @@ func selfUsage() syscall.Rusage {
 // that finds no thread running pays one.
 func ProcessSleeps() int64 { return selfUsage().Nvcsw }
 
+// ProcessFaults returns how many page faults the test process has taken that needed no I/O (the
+// minor faults of getrusage(RUSAGE_SELF), every thread's): the kernel's work of handing the
+// process a page the first time it touches it, such as heap the collector had given back to the
+// system and the allocator reuses. Its CPU is the process's system time, which a CPU profile
+// does not attribute to what caused it.
+func ProcessFaults() int64 { return selfUsage().Minflt }
+
 // LiveHeap returns the bytes of heap objects not yet freed, reachable or not
 // (/memory/classes/heap/objects:bytes), read without stopping the world.
 func LiveHeap() uint64 {
