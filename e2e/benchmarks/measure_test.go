@@ -191,7 +191,8 @@ func (h *heapSampler) Marked() uint64 { return h.marked }
 // window counts too, such as the writer's start (docs/transport.md).
 // It also averages the threads' sleeps per event (kubetest.ProcessSleeps: voluntary context
 // switches), each of which a wake-up follows: the floor's reader sleeps once an event or so,
-// and every goroutine hand-off that finds no thread awake adds one.
+// and every goroutine hand-off that finds no thread awake adds one; and the process's minor page
+// faults per event (from the same getrusage).
 type syscallsPerEvent struct {
 	r0, w0, reads, writes float64
 	s0, sleeps            float64
@@ -204,7 +205,7 @@ func (s *syscallsPerEvent) start(b fataler) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, f := kubetest.ProcessSleeps(), kubetest.ProcessFaults()
+	v, f := kubetest.ProcessSleeps()
 	s.r0, s.w0, s.s0, s.f0 = float64(r), float64(w), float64(v), float64(f)
 }
 
@@ -213,7 +214,7 @@ func (s *syscallsPerEvent) stop(b fataler, events int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, f := kubetest.ProcessSleeps(), kubetest.ProcessFaults()
+	v, f := kubetest.ProcessSleeps()
 	s.faults += (float64(f) - s.f0) / float64(events)
 	s.reads += (float64(r) - s.r0) / float64(events)
 	s.writes += (float64(w) - s.w0) / float64(events)

@@ -26,18 +26,18 @@ func selfUsage() syscall.Rusage {
 	return ru
 }
 
-// ProcessSleeps returns how many times a thread of the test process has gone to sleep, waiting
-// for something (a futex, a read with nothing to read: the voluntary context switches of
-// getrusage(RUSAGE_SELF), every thread's). Each sleep is a wake-up later: a goroutine hand-off
-// that finds no thread running pays one.
-func ProcessSleeps() int64 { return selfUsage().Nvcsw }
-
-// ProcessFaults returns how many page faults the test process has taken that needed no I/O (the
-// minor faults of getrusage(RUSAGE_SELF), every thread's): the kernel's work of handing the
-// process a page the first time it touches it, such as heap the collector had given back to the
-// system and the allocator reuses. Its CPU is the process's system time, which a CPU profile
-// does not attribute to what caused it.
-func ProcessFaults() int64 { return selfUsage().Minflt }
+// ProcessSleeps returns, from one getrusage(RUSAGE_SELF) (every thread of the test process, its
+// children not), how many times a thread has gone to sleep, waiting for something (a futex, a read
+// with nothing to read: the voluntary context switches), and how many page faults the process has
+// taken that needed no I/O (the minor faults). Each sleep is a wake-up later: a goroutine hand-off
+// that finds no thread running pays one. A minor fault is the kernel handing the process a page
+// the first time it touches it, such as heap the collector had given back to the system and the
+// allocator reuses: its CPU is the process's system time, which a CPU profile does not attribute
+// to what caused it.
+func ProcessSleeps() (sleeps, faults int64) {
+	ru := selfUsage()
+	return ru.Nvcsw, ru.Minflt
+}
 
 // LiveHeap returns the bytes of heap objects not yet freed, reachable or not
 // (/memory/classes/heap/objects:bytes), read without stopping the world.
