@@ -245,6 +245,12 @@ type splitter struct {
 	// at its place in old.
 	old     []byte
 	oldRefs []ref
+	// oldNext is where reuse starts looking in oldRefs: the values it
+	// is asked about come in order of place in old (a message's fields
+	// in turn, a field's inside before the next field), so the first ref
+	// at or after one lies at or after the first at or after the one
+	// before.
+	oldNext int
 	// made holds the runs made while this record is cut (see takeShared).
 	made []*byte
 	// beside is set while a record is cut beside the one it replaces:
@@ -276,6 +282,7 @@ func (s *splitter) record(src []byte, json bool, old *Record) *Record {
 	s.beside = old != nil && !json && !old.json
 	if s.beside {
 		s.old, s.oldRefs = old.appendPlaced(s.old[:0], s.oldRefs[:0])
+		s.oldNext = 0
 		s.message(0, len(src), 0, 0, len(s.old))
 		clear(s.oldRefs) // drop the runs
 		s.oldRefs = s.oldRefs[:0]
@@ -679,7 +686,14 @@ func spanDue(refs []ref, n int, a againCount) int {
 // a changed value.
 func (s *splitter) reuse(start, end, ostart int) bool {
 	oend := ostart + end - start
-	k, _ := slices.BinarySearchFunc(s.oldRefs, ostart, func(r ref, at int) int { return cmp.Compare(int(r.at), at) })
+	k := s.oldNext
+	if k > 0 && int(s.oldRefs[k-1].at) >= ostart { // not in order: look from the start
+		k, _ = slices.BinarySearchFunc(s.oldRefs, ostart, func(r ref, at int) int { return cmp.Compare(int(r.at), at) })
+	}
+	for k < len(s.oldRefs) && int(s.oldRefs[k].at) < ostart {
+		k++
+	}
+	s.oldNext = k
 	if k > 0 {
 		if r := s.oldRefs[k-1]; int(r.at)+int(r.n) >= oend {
 			return false
