@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"hash/maphash"
 	"reflect"
-	"runtime"
 	"sync"
 	"unsafe"
 	"weak"
@@ -333,16 +332,27 @@ func (d *Decoder[PP]) decodeAround(b []byte, p unsafe.Pointer, a *aliases, own b
 // cache lets go of decoded objects at any time (a compact store's codec
 // keeps a bounded number), and an entry dropped only by the next update
 // or delete would keep one decoded object per updated key. Its entries
-// point to their objects weakly, and an entry goes when its object is
-// collected, so that it remembers no more objects than live ones.
+// point to their objects weakly; an entry whose object was collected is
+// of no use (object returns nil, which is no cached object) and is
+// dropped by the next sweep (see put), which comes after as many puts as
+// the last one left entries (minSweep at least). Until 2026-12-06 a cleanup
+// (runtime.AddCleanup) on each object dropped its entry: a cleanup
+// registered at every update, and one run for every update's object
+// collected, cost a compact store about 1% of its CPU per event.
 type partsTable struct {
 	mu   sync.Mutex
 	m    map[string]*partsEntry
 	weak bool
+	// puts counts a weak table's puts since it last swept, swept is how
+	// many entries that sweep left.
+	puts, swept int
 }
 
+// minSweep is the fewest puts between two sweeps of a weak table.
+const minSweep = 256
+
 type partsEntry struct {
-	key   string         // the map's key, which a weak table's cleanups share
+	key   string         // the map's key
 	obj   unsafe.Pointer // the P decoded from the bytes parts hashed; nil in a weak table
 	wp    weak.Pointer[byte]
 	parts parts
@@ -392,18 +402,24 @@ func (t *partsTable) put(key []byte, obj unsafe.Pointer, ps parts) {
 	}
 	e.obj, e.wp, e.parts = held, wp, ps
 	if t.weak {
-		runtime.AddCleanup((*byte)(obj), t.collected, e.key)
+		// A sweep after as many puts as the last one left entries costs
+		// each put a constant share of it, and keeps the entries within
+		// twice those it left, or minSweep more.
+		if t.puts++; t.puts >= max(minSweep, t.swept) {
+			t.sweepLocked()
+		}
 	}
 }
 
-// collected drops the entry of key if its object is gone: a weak table's
-// object was collected, but key may have an entry of a later object.
-func (t *partsTable) collected(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e, ok := t.m[key]; ok && e.wp.Value() == nil {
-		delete(t.m, key)
+// sweepLocked drops the entries whose objects were collected. The caller
+// holds mu.
+func (t *partsTable) sweepLocked() {
+	for k, e := range t.m {
+		if e.wp.Value() == nil {
+			delete(t.m, k)
+		}
 	}
+	t.puts, t.swept = 0, len(t.m)
 }
 
 // forget drops the entry of key.
@@ -418,6 +434,7 @@ func (t *partsTable) clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	clear(t.m)
+	t.puts, t.swept = 0, 0
 }
 
 // appendRefKey appends the key of ref (namespace/name, or name) to dst.

@@ -537,9 +537,9 @@ func testSourcePrevious(t *testing.T, weak bool) {
 
 // A Source with WeakPrevious keeps no object it remembers alive: once the
 // cache lets go of an update's object, the object is collected and the
-// Source forgets its parts; the next update is decoded whole. Without
-// WeakPrevious the Source holds the object until the next update of its
-// key.
+// Source no longer uses its parts; the next update is decoded whole.
+// Without WeakPrevious the Source holds the object until the next update
+// of its key.
 func TestSourceWeakPrevious(t *testing.T) {
 	src, cache := cachedSource(t, true)
 	pod := testobj.RealisticPod("ns", 0, 1)
@@ -565,19 +565,11 @@ func TestSourceWeakPrevious(t *testing.T) {
 	goruntime.AddCleanup(second, func(ch chan struct{}) { close(ch) }, collected)
 	second = nil
 	clear(cache) // the cache lets go of both objects
-	deadline := time.Now().Add(10 * time.Second)
-	for done := false; !done || src.parts.len() != 0; {
-		select {
-		case <-collected:
-			done = true
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the object the Source remembers was not collected (%v) or its entry not dropped (%d entries) within 10s", done, src.parts.len())
-		}
-		goruntime.GC()
-		goruntime.Gosched()
-	}
+	key := []byte("ns/" + first.Name)
+	waitCollected(t, collected, func() bool {
+		e, ok := src.parts.get(key)
+		return !ok || e.object() == nil
+	})
 	third := decode("4")
 	cache["ns/"+third.Name] = third
 	if fourth := decode("5"); &fourth.Spec.Containers[0] != &third.Spec.Containers[0] {
@@ -587,6 +579,78 @@ func TestSourceWeakPrevious(t *testing.T) {
 	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pod)), got); diff != "" {
 		t.Fatalf("-client-go +ours:\n%s", diff)
 	}
+}
+
+// waitCollected collects garbage until collected is closed and gone
+// reports true, and fails the test if that takes more than 10 seconds.
+func waitCollected(t *testing.T, collected <-chan struct{}, gone func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for done := false; !done || !gone(); {
+		select {
+		case <-collected:
+			done = true
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an object the parts table remembers was not collected (%v) or its entry is still of use (%v) within 10s", done, !gone())
+		}
+		goruntime.GC()
+		goruntime.Gosched()
+	}
+}
+
+// A weak table keeps the entry of an object that was collected until its
+// next sweep, which comes after as many puts as it has entries (minSweep
+// at least), and never uses it: the entries it holds stay within about
+// twice those of live objects, however many objects come and go.
+func TestPartsTableSweepsCollected(t *testing.T) {
+	tb := newPartsTable(true)
+	ps := parts{{num: 1, n: 8, hash: 1}}
+	dead := []byte("ns/dead")
+	collected := make(chan struct{})
+	func() {
+		obj := new([64]byte)
+		goruntime.AddCleanup(obj, func(ch chan struct{}) { close(ch) }, collected)
+		tb.put(dead, unsafe.Pointer(obj), ps)
+	}()
+	waitCollected(t, collected, func() bool {
+		e, ok := tb.get(dead)
+		return ok && e.object() == nil // there, and of no use
+	})
+	live := make([]*[64]byte, minSweep-1)
+	for i := range live {
+		live[i] = new([64]byte)
+	}
+	for i := range minSweep - 2 {
+		tb.put(fmt.Appendf(nil, "ns/live-%d", i), unsafe.Pointer(live[i]), ps)
+	}
+	if _, ok := tb.get(dead); !ok || tb.len() != minSweep-1 {
+		t.Fatalf("before the sweep: the dead entry there %v, %d entries; want true, %d", ok, tb.len(), minSweep-1)
+	}
+	tb.put([]byte("ns/live-last"), unsafe.Pointer(live[minSweep-2]), ps) // the minSweep-th put sweeps
+	if _, ok := tb.get(dead); ok || tb.len() != minSweep-1 {
+		t.Fatalf("after the sweep: the dead entry there %v, %d entries; want false, %d", ok, tb.len(), minSweep-1)
+	}
+	// Puts of new keys whose objects are let go at once, collected every
+	// minSweep puts: a sweep leaves the live entries and at most minSweep
+	// of objects not collected yet, and the next comes after as many
+	// puts, so the table never holds more than 4*minSweep.
+	for i := range 20 * minSweep {
+		if i%minSweep == 0 {
+			goruntime.GC()
+		}
+		tb.put(fmt.Appendf(nil, "ns/gone-%d", i), unsafe.Pointer(new([64]byte)), ps)
+		if n := tb.len(); n > 4*minSweep {
+			t.Fatalf("after %d puts of objects let go: %d entries, %d of them live", i+1, n, minSweep-1)
+		}
+	}
+	for i := range live[:minSweep-2] {
+		if e, ok := tb.get(fmt.Appendf(nil, "ns/live-%d", i)); !ok || e.object() != unsafe.Pointer(live[i]) {
+			t.Fatalf("the entry of live object %d is gone or not its own", i)
+		}
+	}
+	goruntime.KeepAlive(live)
 }
 
 // FuzzProtobufParts decodes a, then b with a's parts, as hashed from a's

@@ -68,8 +68,9 @@ type SourceOptions[PP any] struct {
 	// WeakPrevious tells that the cache Previous reads lets go of its
 	// objects while they are current (a compact store's codec keeps a
 	// bounded number decoded): the Source then holds none of the objects
-	// it remembers alive, and forgets what it remembers of one once it is
-	// collected.
+	// it remembers alive, and does not use what it remembers of one once
+	// it is collected (it forgets it at the next sweep of what it
+	// remembers, after as many updates as it remembers objects).
 	WeakPrevious bool
 }
 
