@@ -573,7 +573,7 @@ func TestSourceWeakPrevious(t *testing.T) {
 	third := decode("4")
 	cache["ns/"+third.Name] = third
 	if fourth := decode("5"); &fourth.Spec.Containers[0] != &third.Spec.Containers[0] {
-		t.Fatal("after the entry was dropped, an update of the object cached again does not share its spec")
+		t.Fatal("after its object was collected, an update of the object cached again does not share its spec")
 	}
 	got := decode("6")
 	if diff := cmp.Diff(upstreamPod(t, marshalPod(t, pod)), got); diff != "" {
@@ -601,9 +601,10 @@ func waitCollected(t *testing.T, collected <-chan struct{}, gone func() bool) {
 }
 
 // A weak table keeps the entry of an object that was collected until its
-// next sweep, which comes after as many puts as it has entries (minSweep
-// at least), and never uses it: the entries it holds stay within about
-// twice those of live objects, however many objects come and go.
+// next sweep, which comes after as many puts as the last sweep left
+// entries (minSweep at least), and never uses it: the entries it holds stay
+// within about twice those of live objects, however many objects come and
+// go.
 func TestPartsTableSweepsCollected(t *testing.T) {
 	tb := newPartsTable(true)
 	ps := parts{{num: 1, n: 8, hash: 1}}
@@ -635,13 +636,15 @@ func TestPartsTableSweepsCollected(t *testing.T) {
 	// Puts of new keys whose objects are let go at once, collected every
 	// minSweep puts: a sweep leaves the live entries and at most minSweep
 	// of objects not collected yet, and the next comes after as many
-	// puts, so the table never holds more than 4*minSweep.
+	// puts, so the table holds at most 4*minSweep, and a few more if a
+	// collection keeps some of them for one more cycle (a frame scanned
+	// conservatively); without sweeps it would reach 21*minSweep.
 	for i := range 20 * minSweep {
 		if i%minSweep == 0 {
 			goruntime.GC()
 		}
 		tb.put(fmt.Appendf(nil, "ns/gone-%d", i), unsafe.Pointer(new([64]byte)), ps)
-		if n := tb.len(); n > 4*minSweep {
+		if n := tb.len(); n > 6*minSweep {
 			t.Fatalf("after %d puts of objects let go: %d entries, %d of them live", i+1, n, minSweep-1)
 		}
 	}
