@@ -70,7 +70,8 @@ type SourceOptions[PP any] struct {
 	// bounded number decoded): the Source then holds none of the objects
 	// it remembers alive, and does not use what it remembers of one once
 	// it is collected (it forgets it at the next sweep of what it
-	// remembers, after as many updates as it remembers objects).
+	// remembers, after as many updates as the last sweep left objects
+	// remembered, 256 at least).
 	WeakPrevious bool
 }
 
