@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +46,9 @@ import (
 // its siblings' in a few bytes), in every mode; pods=10k/realistic/tokens=own from 10,000
 // realistic Pods written through a server that runs ServiceAccount admission, which gives each
 // a token volume of its own as in a cluster (testobj.OwnTokenPod; the realistic Pods' create
-// names it for the ReplicaSet), with either side's defaults and a compact store.
+// names it for the ReplicaSet), with either side's defaults and a compact store. With -short
+// (CI's smoke run), these three start from 2,000 Pods each, as pods=2k/realistic, pods=2k/harsh
+// and pods=2k/realistic/tokens=own (realisticCount).
 //
 // widgets=10k (2k with -short) starts from Widgets, a CRD served in JSON: client-go's
 // cache.NewSharedIndexInformer over the Widget typed client, and our For[*widget.Widget].
@@ -74,12 +77,13 @@ func BenchmarkColdStart(b *testing.B) {
 					coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}}))
 				})
 			})
-			if n == coldStartPods {
-				b.Run("realistic", func(b *testing.B) { coldStartRealistic(b, cfg, n, realisticPods(b, n), true) })
-				b.Run("harsh", func(b *testing.B) { coldStartRealistic(b, cfg, n, harshPods(b, n), true) })
-				b.Run("realistic/tokens=own", func(b *testing.B) { coldStartRealistic(b, cfg, n, ownTokenPods(b, n), false) })
+			if n == realisticCount() {
+				coldStartRealisticSets(b, cfg, n)
 			}
 		})
+	}
+	if n := realisticCount(); !slices.Contains(podCounts(b), n) {
+		b.Run(fmt.Sprintf("pods=%dk", n/1000), func(b *testing.B) { coldStartRealisticSets(b, cfg, n) })
 	}
 	n := widgetCount()
 	ns := widgets(b, n)
@@ -87,6 +91,24 @@ func BenchmarkColdStart(b *testing.B) {
 		b.Run("impl=upstream", func(b *testing.B) { coldStart(b, n, upstreamWidgets(b, cfg, ns)) })
 		b.Run("impl=typed", func(b *testing.B) { coldStart(b, n, typedWidgets(b, cfg, ns)) })
 	})
+}
+
+// coldStartRealisticSets is BenchmarkColdStart over n realistic Pods, n harsh ones and n
+// realistic ones with tokens of their own (see coldStartRealistic).
+func coldStartRealisticSets(b *testing.B, cfg *rest.Config, n int) {
+	b.Run("realistic", func(b *testing.B) { coldStartRealistic(b, cfg, n, realisticPods(b, n), true) })
+	b.Run("harsh", func(b *testing.B) { coldStartRealistic(b, cfg, n, harshPods(b, n), true) })
+	b.Run("realistic/tokens=own", func(b *testing.B) { coldStartRealistic(b, cfg, n, ownTokenPods(b, n), false) })
+}
+
+// realisticCount is how many realistic, harsh and own-token Pods BenchmarkColdStart and
+// BenchmarkPeakRSS start from: 10,000, or 2,000 with -short (CI's smoke run, where creating
+// 10,000 of each kind took about four of its minutes and nothing is timed).
+func realisticCount() int {
+	if testing.Short() {
+		return 2000
+	}
+	return coldStartPods
 }
 
 // widgetCount is how many Widgets BenchmarkColdStart starts from: 10,000, or 2,000 with -short.

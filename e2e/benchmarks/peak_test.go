@@ -139,8 +139,8 @@ var operatorPairs = []struct{ name, upstream, typed string }{
 // (garbage included); peak-marked-B/object, the peak of the live heap the collector marked;
 // B/object, the heap held once synced; cpu-ns/object; and peak-RSS-B, the process's whole
 // peak. Each round starts one process per variant; with -benchtime 1x, the rounds of a pair's
-// two variants alternate (see pairedRounds). With -short (CI's smoke run), only the realistic
-// 10,000 Pods, for the informer and the two managers.
+// two variants alternate (see pairedRounds). With -short (CI's smoke run), only realistic Pods,
+// 2,000 of them (pods=2k/realistic; realisticCount), for the informer and the two managers.
 func BenchmarkPeakRSS(b *testing.B) {
 	cfg := benchConfig()
 	type pair = struct{ name, upstream, typed string }
@@ -155,8 +155,11 @@ func BenchmarkPeakRSS(b *testing.B) {
 		{"pods=10k/harsh", func() string { return harshPods(b, coldStartPods) }, coldStartPods, peakPairs},
 	}
 	if testing.Short() {
-		// CI's smoke run: the realistic Pods, an informer and the two managers.
-		workloads = []workload{{workloads[0].name, workloads[0].ns, coldStartPods, []pair{peakPairs[0], peakPairs[4], peakPairs[5]}}}
+		// CI's smoke run: the realistic Pods (realisticCount of them), an informer and the two
+		// managers.
+		n := realisticCount()
+		ns := func() string { return realisticPods(b, n) }
+		workloads = []workload{{fmt.Sprintf("pods=%dk/realistic", n/1000), ns, n, []pair{peakPairs[0], peakPairs[4], peakPairs[5]}}}
 	} else {
 		workloads = append(workloads,
 			workload{"pods=50k/realistic", func() string { return realisticPods(b, 50000) }, 50000, peakPairs},
