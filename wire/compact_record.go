@@ -19,15 +19,21 @@ import (
 // and for each, in order of position, two uvarints: how many own bytes come
 // before it since the run before it, and its length; all in one allocation
 // the collector does not scan (data). runs points at the first of as many
-// pointers to the runs' bytes. The encoding is the own bytes with each run
+// pointers to the runs' bytes or, when the record shares one run only (a
+// ConfigMap's record, say), at that run's bytes, which saves the block of
+// one pointer: an allocation per record and its 8 bytes. The encoding is the own bytes with each run
 // put back where its ref says: AppendTo returns it. A ref costs its pointer
 // and its two uvarints (2.35 bytes on average for realistic Pods), where
 // an array of {at, n uint32; p *byte} cost 16 bytes a ref; the struct is 48
 // bytes with its two blocks' pointers and lengths, where a string and a
 // slice made it 64.
 type Record struct {
-	data *byte  // ownLen own bytes, then the refs' uvarints
-	runs **byte // pointers to the shared runs' bytes
+	data *byte // ownLen own bytes, then the refs' uvarints
+	// runs is a **byte, the first of the pointers to the shared runs'
+	// bytes, or the *byte of the one run if there is one (see eachRef). It
+	// is an unsafe.Pointer so that a run's bytes, which need not be
+	// aligned, are never taken for a pointer's place.
+	runs unsafe.Pointer
 	// obj is the decoded object while the record is in its Compact's
 	// cache of decoded objects, nil otherwise: a *P, written with atomic
 	// operations.
@@ -83,12 +89,16 @@ func newRecord(own []byte, refs []ref, size int, json bool) *Record {
 		}
 		r.data, r.dataLen = unsafe.SliceData(data), uint32(len(data))
 	}
-	if len(refs) > 0 {
+	switch len(refs) {
+	case 0:
+	case 1:
+		r.runs = unsafe.Pointer(refs[0].p)
+	default:
 		runs := make([]*byte, len(refs))
 		for i, rf := range refs {
 			runs[i] = rf.p
 		}
-		r.runs = unsafe.SliceData(runs)
+		r.runs = unsafe.Pointer(unsafe.SliceData(runs))
 	}
 	return r
 }
@@ -116,7 +126,13 @@ func (r *Record) eachRef(yield func(ref) bool) {
 	if n == 0 {
 		return
 	}
-	runs := unsafe.Slice(r.runs, n)
+	var one [1]*byte
+	runs := one[:]
+	if n == 1 {
+		one[0] = (*byte)(r.runs)
+	} else {
+		runs = unsafe.Slice((**byte)(r.runs), n)
+	}
 	at := uint64(0)
 	for _, p := range runs {
 		d, k := binary.Uvarint(meta)
@@ -150,6 +166,9 @@ func (r *Record) JSON() bool { return r.json }
 // records that point at them.
 func (r *Record) Bytes() int {
 	_, n := r.meta()
+	if n == 1 { // the one run's pointer is in the struct
+		n = 0
+	}
 	return recordHeader + allocBytes(int(r.dataLen)) + allocBytes(8*n)
 }
 

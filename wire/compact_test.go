@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -184,6 +185,55 @@ func TestCompactCacheKeepsHotRecords(t *testing.T) {
 func TestRecordHeader(t *testing.T) {
 	if n := unsafe.Sizeof(Record{}); n > recordHeader {
 		t.Errorf("a Record is %d bytes, more than recordHeader (%d)", n, recordHeader)
+	}
+}
+
+// A record of no run, one and three gives back its encoding and its refs in
+// order; with one run, its struct holds the run's pointer (one of them
+// unaligned), so the record is two allocations, the struct and its bytes,
+// and Bytes counts no block of pointers; with three, three allocations.
+func TestRecordRuns(t *testing.T) {
+	runs := []string{strings.Repeat("bc", 20)[1:], strings.Repeat("a", 5), "xyz"} // the first unaligned
+	for _, n := range []int{0, 1, 3} {
+		own := []byte("0123456789")
+		var refs []ref
+		var want []byte
+		from := 0
+		for i := range n {
+			at := 3 * (i + 1)
+			want = append(want, own[from:at]...)
+			want = append(want, runs[i]...)
+			refs = append(refs, ref{at: uint32(at), n: uint32(len(runs[i])), p: unsafe.StringData(runs[i])})
+			from = at
+		}
+		want = append(want, own[from:]...)
+		r := newRecord(own, refs, len(want), false)
+		if got := r.AppendTo(nil); string(got) != string(want) {
+			t.Errorf("%d runs: AppendTo = %q, want %q", n, got, want)
+		}
+		i := 0
+		for rf := range r.eachRef {
+			if rf != refs[i] {
+				t.Errorf("%d runs: ref %d = %+v, want %+v", n, i, rf, refs[i])
+			}
+			i++
+		}
+		if i != n {
+			t.Errorf("%d runs: eachRef gave %d refs", n, i)
+		}
+		if got, bytes := r.Shared(); got != n {
+			t.Errorf("%d runs: Shared = %d, %d", n, got, bytes)
+		}
+		pointers, wantAllocs := allocBytes(8*n), 3.0 // the struct, its bytes, its pointers
+		if n <= 1 {
+			pointers, wantAllocs = 0, 2
+		}
+		if got, want := r.Bytes(), recordHeader+allocBytes(int(r.dataLen))+pointers; got != want {
+			t.Errorf("%d runs: Bytes = %d, want %d", n, got, want)
+		}
+		if got := testing.AllocsPerRun(10, func() { newRecord(own, refs, len(want), false) }); got != wantAllocs {
+			t.Errorf("%d runs: newRecord made %v allocations, want %v", n, got, wantAllocs)
+		}
 	}
 }
 
