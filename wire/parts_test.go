@@ -151,7 +151,8 @@ func TestProtobufPartsReusesUnchangedParts(t *testing.T) {
 // encoder calls its String, which keeps the string it makes in the value
 // when it has none, as a Quantity parsed from "1536Mi" has none; the decoder
 // makes it hold it while the object is its own. One in a map (a
-// container's limits) is encoded from a copy, and keeps none.
+// container's limits), encoded from a copy, holds it too, so that the
+// encoding makes no string of it again.
 func TestDerivedPartsWriteNothing(t *testing.T) {
 	d, err := NewDecoder[*corev1.Pod, *corev1.Pod](Options{})
 	if err != nil {
@@ -175,6 +176,12 @@ func TestDerivedPartsWriteNothing(t *testing.T) {
 		t.Fatalf("the decoded Quantity holds %q, want its string 1536Mi", held(*q))
 	}
 	limits := maps.Clone(p1.Spec.Containers[0].Resources.Limits)
+	if got := held(limits[corev1.ResourceMemory]); got != "1536Mi" {
+		t.Fatalf("the decoded Quantity in a map holds %q, want its string 1536Mi", got)
+	}
+	if n := testing.AllocsPerRun(10, func() { _ = p1.Spec.Containers[0].Size() }); n != 0 {
+		t.Errorf("sizing a decoded container allocates %v times, want none", n)
+	}
 	before := *q
 	next := pod.DeepCopy()
 	changeStatus(next)

@@ -75,9 +75,6 @@ func finish(x *plan) {
 		}
 		walkOp(o.elem)
 		walkOp(o.key)
-		if o.kind == opMap && o.elem != nil {
-			o.elem.quantity = false // encoded from a copy (see cacheString)
-		}
 		if o.plan != nil {
 			walkPlan(o.plan)
 		}
