@@ -21,12 +21,12 @@ import (
 // the collector does not scan (data). runs points at the first of as many
 // pointers to the runs' bytes or, when the record shares one run only (a
 // ConfigMap's record, say), at that run's bytes, which saves the block of
-// one pointer: an allocation per record and its 8 bytes. The encoding is the own bytes with each run
-// put back where its ref says: AppendTo returns it. A ref costs its pointer
-// and its two uvarints (2.35 bytes on average for realistic Pods), where
-// an array of {at, n uint32; p *byte} cost 16 bytes a ref; the struct is 48
-// bytes with its two blocks' pointers and lengths, where a string and a
-// slice made it 64.
+// one pointer: an allocation per record and its 8 bytes. The encoding is
+// the own bytes with each run put back where its ref says: AppendTo
+// returns it. A ref costs its pointer and its two uvarints (2.35 bytes on
+// average for realistic Pods), where an array of {at, n uint32; p *byte}
+// cost 16 bytes a ref; the struct is 48 bytes with its two blocks'
+// pointers and lengths, where a string and a slice made it 64.
 type Record struct {
 	data *byte // ownLen own bytes, then the refs' uvarints
 	// runs is a **byte, the first of the pointers to the shared runs'
