@@ -38,9 +38,9 @@ type state struct {
 	bytes  *bytesTable       // nil: no sharing of FieldsV1
 	times  *timeTable        // nil: no sharing of times
 	filter func(string) bool // annotations kept; nil keeps all
-	// notShared is set by a map entry whose value must not be shared
-	// between objects (see quantityHoldsDec): the map being decoded is
-	// then not remembered for its entries.
+	// notShared is set by a Quantity whose value must not be shared
+	// between objects (see quantityHoldsDec), a map's value among them:
+	// the map being decoded is then not remembered for its entries.
 	notShared bool
 	// alias, when set, says where the bytes being decoded, a record's
 	// encoding put back together, lie in the record's memory: strings are
@@ -515,9 +515,8 @@ func (s *state) mapEntry(b []byte, ptr unsafe.Pointer, o *op) error {
 			return err
 		}
 	}
-	if o.elem.typ == quantityType && quantityHoldsDec(v) {
-		s.notShared = true
-	}
+	// A Quantity value that holds an inf.Dec set notShared as value
+	// decoded it.
 	m := reflect.NewAt(o.typ, ptr).Elem()
 	if m.IsNil() {
 		m.Set(reflect.MakeMap(o.typ))
