@@ -56,7 +56,8 @@ import (
 // Both are polled for HasSynced every millisecond, so that the wait itself costs the same.
 func BenchmarkColdStart(b *testing.B) {
 	cfg := benchConfig()
-	for _, n := range podCounts(b) {
+	counts, realistic := podCounts(b), realisticCount()
+	for _, n := range counts {
 		ns := pods(b, n)
 		b.Run(fmt.Sprintf("pods=%dk", n/1000), func(b *testing.B) {
 			b.Run("impl=upstream", func(b *testing.B) {
@@ -77,13 +78,13 @@ func BenchmarkColdStart(b *testing.B) {
 					coldStart(b, n, typedPods(b, cfg, ns, informer.FactoryOptions{Informer: informer.InformerOptions{Compact: true}}))
 				})
 			})
-			if n == realisticCount() {
+			if n == realistic {
 				coldStartRealisticSets(b, cfg, n)
 			}
 		})
 	}
-	if n := realisticCount(); !slices.Contains(podCounts(b), n) {
-		b.Run(fmt.Sprintf("pods=%dk", n/1000), func(b *testing.B) { coldStartRealisticSets(b, cfg, n) })
+	if !slices.Contains(counts, realistic) {
+		b.Run(fmt.Sprintf("pods=%dk", realistic/1000), func(b *testing.B) { coldStartRealisticSets(b, cfg, realistic) })
 	}
 	n := widgetCount()
 	ns := widgets(b, n)

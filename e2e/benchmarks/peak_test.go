@@ -150,16 +150,14 @@ func BenchmarkPeakRSS(b *testing.B) {
 		n     int
 		pairs []pair
 	}
+	rn := realisticCount()
 	workloads := []workload{
-		{"pods=10k/realistic", func() string { return realisticPods(b, coldStartPods) }, coldStartPods, peakPairs},
-		{"pods=10k/harsh", func() string { return harshPods(b, coldStartPods) }, coldStartPods, peakPairs},
+		{fmt.Sprintf("pods=%dk/realistic", rn/1000), func() string { return realisticPods(b, rn) }, rn, peakPairs},
+		{fmt.Sprintf("pods=%dk/harsh", rn/1000), func() string { return harshPods(b, rn) }, rn, peakPairs},
 	}
 	if testing.Short() {
-		// CI's smoke run: the realistic Pods (realisticCount of them), an informer and the two
-		// managers.
-		n := realisticCount()
-		ns := func() string { return realisticPods(b, n) }
-		workloads = []workload{{fmt.Sprintf("pods=%dk/realistic", n/1000), ns, n, []pair{peakPairs[0], peakPairs[4], peakPairs[5]}}}
+		// CI's smoke run: the realistic Pods, an informer and the two managers.
+		workloads = []workload{{workloads[0].name, workloads[0].ns, rn, []pair{peakPairs[0], peakPairs[4], peakPairs[5]}}}
 	} else {
 		workloads = append(workloads,
 			workload{"pods=50k/realistic", func() string { return realisticPods(b, 50000) }, 50000, peakPairs},
