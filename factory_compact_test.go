@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // compactCodec returns the codec of a compact informer's store.
@@ -30,19 +31,27 @@ func compactCodec[T Object](t testing.TB, inf *SharedIndexInformer[T]) *wire.Com
 	return c.codec
 }
 
-// TestFactoryCompact: a compact informer of the factory lists the Pods'
-// protobuf into records without decoding one, reads them back equal to
-// what a decoding informer caches, and serves listers, label selectors,
-// handlers with old and new objects, and tombstones.
+// TestFactoryCompact: a compact informer of the factory makes records of
+// the Pods' protobuf, streamed (a watch-list stream's initial events) or
+// listed, without decoding one, reads them back equal to what a decoding
+// informer caches, and serves listers, label selectors, handlers with old
+// and new objects, and tombstones.
 func TestFactoryCompact(t *testing.T) {
+	listed := InformerOptions{Compact: true, Reflector: ReflectorOptions{WatchList: WatchListOff}}
 	for _, tc := range []struct {
 		name    string
 		factory FactoryOptions
 		forOpts ForOptions[*corev1.Pod]
+		// wantQuery is in the query of the request that gets the initial
+		// state.
+		wantQuery string
 	}{
-		{"ForOptions", FactoryOptions{}, ForOptions[*corev1.Pod]{Compact: true}},
-		{"FactoryOptions", FactoryOptions{Informer: InformerOptions{Compact: true}}, ForOptions[*corev1.Pod]{}},
-		{"namespaces", FactoryOptions{Namespaces: []string{"a", "b"}}, ForOptions[*corev1.Pod]{Compact: true}},
+		{"ForOptions", FactoryOptions{}, ForOptions[*corev1.Pod]{Compact: true}, "sendInitialEvents=true"},
+		{"FactoryOptions", FactoryOptions{Informer: InformerOptions{Compact: true}}, ForOptions[*corev1.Pod]{}, "sendInitialEvents=true"},
+		// An informer of several namespaces lists each.
+		{"namespaces", FactoryOptions{Namespaces: []string{"a", "b"}}, ForOptions[*corev1.Pod]{Compact: true}, "resourceVersion=0"},
+		{"list", FactoryOptions{Informer: listed}, ForOptions[*corev1.Pod]{}, "resourceVersion=0"},
+		{"WatchListOn", FactoryOptions{Informer: InformerOptions{Reflector: ReflectorOptions{WatchList: WatchListOn}}}, ForOptions[*corev1.Pod]{Compact: true}, "sendInitialEvents=true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFakeAPI(t, podsResource)
@@ -62,6 +71,10 @@ func TestFactoryCompact(t *testing.T) {
 			codec := compactCodec(t, pods)
 			if n := codec.Cached(); n != 0 {
 				t.Errorf("%d objects decoded by a sync without handlers or reads, want 0", n)
+			}
+			if reqs := resourceRequests(srv, "/pods"); len(reqs) < 2 || !strings.Contains(reqs[1].Query.Encode(), tc.wantQuery) {
+				// The reference informer's stream is the first request.
+				t.Errorf("requests %+v, want the compact informer's first with %s in its query", reqs, tc.wantQuery)
 			}
 			if ok, bytes := pods.GetIndexer().Compact(); !ok || bytes <= 0 {
 				t.Errorf("Compact() = %v, %d", ok, bytes)
@@ -300,6 +313,62 @@ func TestFactoryCompactRelistReusesRecords(t *testing.T) {
 		cached := pods.GetIndexer().recordOf(e.key)
 		if reused := e.rec == cached; reused != (e.key == "b/db") {
 			t.Errorf("%s: the listed record is the cached one: %v, want %v", e.key, reused, e.key == "b/db")
+		}
+	}
+}
+
+// A compact informer's watch-list stream, asked for again (as the Reflector
+// does after a failed watch), brings its initial objects as records: the
+// cached record of every object whose resourceVersion has not changed, a new
+// one for an object that changed, each with its labels.
+func TestFactoryCompactStreamReusesRecords(t *testing.T) {
+	srv := newFakeAPI(t, podsResource)
+	create(t, srv, richPod("a", "web", "node-1"), richPod("b", "db", "node-2"))
+	f := newTestFactory(t, srv, FactoryOptions{})
+	pods, err := For[*corev1.Pod](f, ForOptions[*corev1.Pod]{Compact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncFactory(t, t.Context(), f)
+	f.Shutdown() // the cache stays as it is: the update below is not watched
+	if err := srv.Update(richPod("a", "web", "node-3")); err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	w, err := pods.lw.Watch(t.Context(), metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var recs []*streamedRecord[*corev1.Pod]
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Bookmark {
+			break
+		}
+		r, ok := ev.Object.(*streamedRecord[*corev1.Pod])
+		if !ok || ev.Type != watch.Added {
+			t.Fatalf("initial event %s of %T, want ADDED of a streamed record", ev.Type, ev.Object)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d initial records, want 2", len(recs))
+	}
+	for _, r := range recs {
+		cached := pods.GetIndexer().recordOf(r.e.key)
+		if reused := r.e.rec == cached; reused != (r.e.key == "b/db") {
+			t.Errorf("%s: the streamed record is the cached one: %v, want %v", r.e.key, reused, r.e.key == "b/db")
+		}
+		obj, err := r.codec.Decode(r.e.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.e.key == "a/web" && (len(obj.Labels) == 0 || !cmp.Equal(r.e.labels, obj.Labels)) {
+			t.Errorf("%s: labels %v read from its bytes, the object's %v", r.e.key, r.e.labels, obj.Labels)
+		}
+		if k := obj.Namespace + "/" + obj.Name; k != r.e.key {
+			t.Errorf("the record keyed %s holds %s", r.e.key, k)
 		}
 	}
 }

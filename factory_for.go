@@ -76,9 +76,10 @@ type ForOptions[T Object] struct {
 	// the very same function value (as for Transform).
 	WrapListWatch func(ListerWatcher[T]) ListerWatcher[T]
 	// Compact makes the informer keep a compact store (see
-	// SharedIndexInformerOptions.Compact): it lists each object's bytes
-	// and keeps them as they came, without decoding them, unless it has a
-	// Transform or a WrapListWatch, which read objects. Default:
+	// SharedIndexInformerOptions.Compact): it keeps each listed or
+	// streamed object's bytes as they came (the initial events of a
+	// watch-list stream as a list's items), without decoding them, unless
+	// it has a Transform or a WrapListWatch, which read objects. Default:
 	// FactoryOptions.Informer.Compact. On a later call, false takes the
 	// informer's; true must find a compact informer. It is an error for
 	// ForProjection.

@@ -153,13 +153,13 @@ func metadataAccept(kind string) string {
 // whether the informer keeps a compact store, and the store's codec.
 func source[T Object](f *Factory, r *apiResource, s *shared[T], o ForOptions[T], h how[T], d *wireDecoding[T]) (ListerWatcher[T], error) {
 	s.compact = !h.projection && (o.Compact || f.opts.Informer.Compact)
-	var raw *wire.Compact[T] // a compact store's codec, for a source that lists records
+	var raw *wire.Compact[T] // a compact store's codec, for a source that lists and streams records
 	if s.compact && d != nil {
 		raw = wire.NewCompact(d.dec, wire.DecodedCacheSize)
 		s.codec = raw
-		if !d.reuse || o.WrapListWatch != nil || f.opts.Informer.Reflector.WatchList == WatchListOn {
-			// Objects are what a transform, a wrapper or a watch-list
-			// stream reads; a transform set later is found when d settles.
+		if !d.reuse || o.WrapListWatch != nil {
+			// Objects are what a transform or a wrapper reads; a
+			// transform set later is found when d settles.
 			raw = nil
 		}
 	}

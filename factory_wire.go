@@ -90,25 +90,11 @@ func (lw *wireListWatch[T]) listRecords(ctx context.Context, opts metav1.ListOpt
 		if err != nil {
 			return err
 		}
-		buf = appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name)
-		key := string(buf)
-		if cache != nil && len(ref.ResourceVersion) > 0 {
-			if rec := cache.recordOf(key); rec != nil {
-				if same, err := lw.compact.HasResourceVersion(rec, ref.ResourceVersion); same && err == nil {
-					page.encoded.items = append(page.encoded.items, encoded[T]{key: key, rec: rec})
-					return nil
-				}
-			}
-		}
-		rec, err := lw.compact.Protobuf(b)
-		if err != nil {
+		var e encoded[T]
+		if e, buf, err = lw.record(b, ref, cache, buf); err != nil {
 			return err
 		}
-		lbls, err := lw.compact.ProtobufLabels(b)
-		if err != nil {
-			return err
-		}
-		page.encoded.items = append(page.encoded.items, encoded[T]{key: key, rec: rec, labels: lbls})
+		page.encoded.items = append(page.encoded.items, e)
 		return nil
 	})
 	if err != nil || lm.Continue == "" {
@@ -123,14 +109,63 @@ func (lw *wireListWatch[T]) listRecords(ctx context.Context, opts metav1.ListOpt
 	return page, nil
 }
 
+// record returns the entry of b, the bare protobuf message of a listed
+// object whose metadata is ref, for a compact store: a record of its bytes, checked to decode
+// (the check remembers what it found valid until the codec's EndList),
+// with its labels; or the record cache (if not nil) holds of the same
+// namespace, name and resourceVersion. buf is scratch for the key, returned
+// grown.
+func (lw *wireListWatch[T]) record(b []byte, ref wire.ObjectRef, cache *Indexer[T], buf []byte) (encoded[T], []byte, error) {
+	buf = appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name)
+	key := string(buf)
+	if cache != nil && len(ref.ResourceVersion) > 0 {
+		if rec := cache.recordOf(key); rec != nil {
+			if same, err := lw.compact.HasResourceVersion(rec, ref.ResourceVersion); same && err == nil {
+				return encoded[T]{key: key, rec: rec}, buf, nil
+			}
+		}
+	}
+	rec, err := lw.compact.Protobuf(b)
+	if err != nil {
+		return encoded[T]{}, buf, err
+	}
+	lbls, err := lw.compact.ProtobufLabels(b)
+	if err != nil {
+		return encoded[T]{}, buf, err
+	}
+	return encoded[T]{key: key, rec: rec, labels: lbls}, buf, nil
+}
+
+// initialRecord is the Initial of a compact store's source (see
+// wire.SourceOptions.Initial): the object of a watch-list stream's initial
+// event, from its bytes b, is a streamedRecord, made as a listed item's
+// record is, which the Reflector collects as it collects objects; an object
+// without a name is decoded, for the Reflector to report.
+func (lw *wireListWatch[T]) initialRecord(b []byte) (runtime.Object, error) {
+	ref, err := wire.PeekProtobufMeta(b)
+	if err != nil || len(ref.Name) == 0 {
+		return nil, nil
+	}
+	var cache *Indexer[T]
+	if inf := lw.d.inf.Load(); inf != nil {
+		cache = inf.GetIndexer()
+	}
+	var buf [128]byte
+	e, _, err := lw.record(b, ref, cache, buf[:0])
+	if err != nil {
+		return nil, err
+	}
+	return &streamedRecord[T]{e: e, codec: lw.compact}, nil
+}
+
 func (lw *wireListWatch[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.src().Watch(ctx, opts)
 }
 
-// IsWatchListSemanticsUnSupported returns false, as for restListWatch,
-// unless the source lists records for a compact store: a watch-list stream
-// would bring the initial objects decoded.
-func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return lw.compact != nil }
+// IsWatchListSemanticsUnSupported returns false, as for restListWatch: a
+// compact store's source brings the initial objects of a watch-list stream
+// as records (see initialRecord).
+func (lw *wireListWatch[T]) IsWatchListSemanticsUnSupported() bool { return false }
 
 // newWireListWatch returns a ListerWatcher of mapping's resource in sc,
 // decoding as d settles at its first request, and listing records with
@@ -155,7 +190,8 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 			opts.Accept = f.cfg.ContentType
 		}
 	}
-	return &wireListWatch[T]{src: sync.OnceValue(func() *wire.Source[T] {
+	lw := &wireListWatch[T]{d: d, compact: compact}
+	lw.src = sync.OnceValue(func() *wire.Source[T] {
 		dec, reuse := d.settle()
 		if reuse {
 			opts.Reuse = d.cached
@@ -170,10 +206,12 @@ func newWireListWatch[T Object](f *Factory, mapping *meta.RESTMapping, sc scope,
 				opts.Decoded = compact.Offer
 				opts.Previous = d.held(compact)
 				opts.WeakPrevious = true
+				opts.Initial = lw.initialRecord
 			}
 		}
 		return wire.NewSource(client, mapping.Resource.Resource, sc.namespace, dec, opts)
-	}), d: d, compact: compact}, nil
+	})
+	return lw, nil
 }
 
 // restClient returns a REST client for the group and version of mapping

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
@@ -42,10 +45,11 @@ func (r *Reflector[T]) streamInitialState(ctx context.Context) (watch.Interface,
 			err = errNilWatch
 		}
 		var items []T
+		var enc *encodedList[T]
 		var rv string
 		var complete bool
 		if err == nil {
-			items, rv, complete, err = r.collect(ctx, w, start)
+			items, enc, rv, complete, err = r.collect(ctx, w, start)
 			if err != nil || !complete {
 				w.Stop()
 			}
@@ -54,7 +58,7 @@ func (r *Reflector[T]) streamInitialState(ctx context.Context) (watch.Interface,
 			}
 		}
 		if r.metrics != nil && (err != nil || complete) && ctx.Err() == nil {
-			r.metrics.ObserveList(len(items), r.clock.Since(start), err)
+			r.metrics.ObserveList(len(items)+enc.len(), r.clock.Since(start), err)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -79,9 +83,9 @@ func (r *Reflector[T]) streamInitialState(ctx context.Context) (watch.Interface,
 			continue
 		}
 		r.setRVUnavailable(false)
-		if err := r.store.Replace(items, rv); err != nil {
+		if err := r.replaceListed(items, enc, rv); err != nil {
 			w.Stop()
-			return nil, fmt.Errorf("informer: replace the store with %d streamed objects: %w", len(items), err)
+			return nil, fmt.Errorf("informer: replace the store with %d streamed objects: %w", len(items)+enc.len(), err)
 		}
 		r.synced(rv)
 		return w, nil
@@ -108,12 +112,15 @@ func replaceAfterInitialEvents(w watch.Interface) bool {
 
 // collect gathers the initial events of a watch-list stream until the
 // initial-events-end bookmark, and returns the objects in the order they
-// first came, the resource version reached, and whether the bookmark came.
+// first came (as records in enc instead, if any came as records: see
+// streamedRecord), the resource version reached, and whether the bookmark
+// came.
 // It returns complete false, with no error, when the stream closed before
 // the bookmark after at least one event or a second. A stream that is an
 // eventPuller is read in this goroutine (see collector.pulled).
-func (r *Reflector[T]) collect(ctx context.Context, w watch.Interface, start time.Time) (items []T, rv string, complete bool, err error) {
+func (r *Reflector[T]) collect(ctx context.Context, w watch.Interface, start time.Time) (items []T, enc *encodedList[T], rv string, complete bool, err error) {
 	c := collector[T]{r: r, start: start}
+	defer c.got.endRecords()
 	if p, ok := w.(eventPuller); ok {
 		return c.pulled(ctx, w, p)
 	}
@@ -124,10 +131,10 @@ func (r *Reflector[T]) collect(ctx context.Context, w watch.Interface, start tim
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, "", false, ctx.Err()
+			return nil, nil, "", false, ctx.Err()
 		case <-idle.C():
 			if err := prog.tick(c.received.Load(), c.changed.Load(), r.typeName, r.initialEventsTimeout); err != nil {
-				return nil, "", false, err
+				return nil, nil, "", false, err
 			}
 			idle.Reset(r.initialEventsTimeout)
 		case ev, ok := <-ch:
@@ -173,6 +180,14 @@ func (c *collector[T]) event(ctx context.Context, ev watch.Event, ok bool) (done
 	if ev.Type == watch.Error {
 		return true, errorEventError(ev)
 	}
+	if sr, ok := ev.Object.(*streamedRecord[T]); ok && ev.Type == watch.Added {
+		// An initial object, as a record: its resource version is
+		// not read, since the bookmark that ends the initial events
+		// sets the one reached.
+		c.got.applyRecord(sr)
+		c.applied++
+		return false, nil
+	}
 	obj, ok := r.eventObject(ctx, ev)
 	if !ok {
 		return false, nil
@@ -206,11 +221,12 @@ func (c *collector[T]) event(ctx context.Context, ev watch.Event, ok bool) (done
 }
 
 // result is collect's return once event said done, or failed with err.
-func (c *collector[T]) result(err error) (items []T, rv string, complete bool, _ error) {
+func (c *collector[T]) result(err error) (items []T, enc *encodedList[T], rv string, complete bool, _ error) {
 	if err != nil || c.ended {
-		return nil, "", false, err
+		return nil, nil, "", false, err
 	}
-	return c.got.list(), c.rv, true, nil
+	items, enc = c.got.list()
+	return items, enc, c.rv, true, nil
 }
 
 // pulled is collect for a stream read in this goroutine, with no goroutine
@@ -218,7 +234,7 @@ func (c *collector[T]) result(err error) (items []T, rv string, complete bool, _
 // what would end the wait stops the stream instead: ctx ending, and the
 // idle timer, whose ticks a goroutine of its own checks until the
 // collecting ends.
-func (c *collector[T]) pulled(ctx context.Context, w watch.Interface, p eventPuller) (items []T, rv string, complete bool, err error) {
+func (c *collector[T]) pulled(ctx context.Context, w watch.Interface, p eventPuller) (items []T, enc *encodedList[T], rv string, complete bool, err error) {
 	r := c.r
 	stopOnCancel := context.AfterFunc(ctx, w.Stop)
 	defer stopOnCancel()
@@ -249,10 +265,10 @@ func (c *collector[T]) pulled(ctx context.Context, w watch.Interface, p eventPul
 		ev, ok := p.NextEvent()
 		c.received.Add(1)
 		if err := ctx.Err(); err != nil {
-			return nil, "", false, err
+			return nil, nil, "", false, err
 		}
 		if err := idleErr.Load(); err != nil {
-			return nil, "", false, *err
+			return nil, nil, "", false, *err
 		}
 		if done, err := c.event(ctx, ev, ok); done || err != nil {
 			return c.result(err)
@@ -290,10 +306,16 @@ func (p *progress) tick(received int64, changed bool, typeName string, period ti
 // they come so, each is compared with the one before it alone, and the index
 // of positions by key is made at the first event out of that order (an
 // object whose key is not above the last one's, or a change).
+//
+// Once an object comes as a record (a compact store's source streams its
+// initial objects so, see streamedRecord), every object is held in recs
+// instead of items: the records as they came, and the objects to encode.
 type collection[T Object] struct {
-	index map[string]int // key -> position in items, once out of order
+	index map[string]int // key -> position in items or recs, once out of order
 	items []T            // the zero T where an object was deleted
-	holes int            // deleted positions in items
+	holes int            // deleted positions in items or recs
+	recs  []encoded[T]   // once codec is set; key "" where an object was deleted
+	codec recordCodec[T] // the records', set by the first
 }
 
 // errNoKey wraps the error of MetaNamespaceKeyFunc for an object a
@@ -303,6 +325,11 @@ var errNoKey = errors.New("informer: cannot key a streamed object")
 func (c *collection[T]) apply(t watch.EventType, obj T) error {
 	if err := checkMetaKey(obj); err != nil {
 		return fmt.Errorf("%w: %w", errNoKey, err)
+	}
+	if c.codec != nil {
+		key, _ := MetaNamespaceKeyFunc(obj)
+		c.applyEncoded(t, encoded[T]{key: key, obj: obj, decoded: true})
+		return nil
 	}
 	if c.index == nil {
 		if n := len(c.items); t == watch.Added && (n == 0 || compareKeys(c.items[n-1], obj) < 0) {
@@ -316,21 +343,69 @@ func (c *collection[T]) apply(t watch.EventType, obj T) error {
 		}
 	}
 	key, _ := MetaNamespaceKeyFunc(obj)
-	i, ok := c.index[key]
+	var zero T
+	c.items = placeKeyed(c.index, c.items, &c.holes, t, key, obj, zero)
+	return nil
+}
+
+// applyRecord adds the initial object r brings as a record. At the first,
+// the objects held so far move to recs.
+func (c *collection[T]) applyRecord(r *streamedRecord[T]) {
+	if c.codec == nil {
+		c.codec = r.codec
+		c.recs = make([]encoded[T], len(c.items), max(2*len(c.items), 16))
+		for i, obj := range c.items {
+			if !isNil(obj) {
+				key, _ := MetaNamespaceKeyFunc(obj)
+				c.recs[i] = encoded[T]{key: key, obj: obj, decoded: true}
+			}
+		}
+		c.items = nil
+	}
+	c.applyEncoded(watch.Added, r.e)
+}
+
+// applyEncoded is apply for an object held in recs.
+func (c *collection[T]) applyEncoded(t watch.EventType, e encoded[T]) {
+	if c.index == nil {
+		if n := len(c.recs); t == watch.Added && (n == 0 || c.recs[n-1].key < e.key) {
+			c.recs = append(c.recs, e)
+			return
+		}
+		c.index = make(map[string]int, len(c.recs))
+		for i, r := range c.recs {
+			c.index[r.key] = i
+		}
+	}
+	c.recs = placeKeyed(c.index, c.recs, &c.holes, t, e.key, e, encoded[T]{})
+}
+
+// placeKeyed applies an event of type t to the object e, keyed key, in
+// elems, whose positions index holds by key: a deleted one's position
+// becomes hole, and is counted in holes. It returns elems.
+func placeKeyed[E any](index map[string]int, elems []E, holes *int, t watch.EventType, key string, e, hole E) []E {
+	i, ok := index[key]
 	switch {
 	case t == watch.Deleted && ok:
-		var zero T
-		c.items[i] = zero
-		c.holes++
-		delete(c.index, key)
+		elems[i] = hole
+		*holes++
+		delete(index, key)
 	case t == watch.Deleted:
 	case ok:
-		c.items[i] = obj
+		elems[i] = e
 	default:
-		c.index[key] = len(c.items)
-		c.items = append(c.items, obj)
+		index[key] = len(elems)
+		elems = append(elems, e)
 	}
-	return nil
+	return elems
+}
+
+// endRecords tells the records' codec, if any came, that the stream's
+// initial objects have ended (see wire.Compact.EndList).
+func (c *collection[T]) endRecords() {
+	if c.codec != nil {
+		c.codec.EndList()
+	}
 }
 
 // compareKeys compares the keys MetaNamespaceKeyFunc makes of a and b, as
@@ -378,10 +453,18 @@ func compareJoined(a, b []string) int {
 	}
 }
 
-// list returns the objects held, in order.
-func (c *collection[T]) list() []T {
+// list returns the objects held, in order: as items, or, once a record
+// came, as the records (and objects) of enc.
+func (c *collection[T]) list() (items []T, enc *encodedList[T]) {
+	if c.codec != nil {
+		recs := c.recs
+		if c.holes > 0 {
+			recs = slices.DeleteFunc(recs, func(e encoded[T]) bool { return e.key == "" })
+		}
+		return nil, &encodedList[T]{items: recs, codec: c.codec}
+	}
 	if c.holes == 0 {
-		return c.items
+		return c.items, nil
 	}
 	out := make([]T, 0, len(c.items)-c.holes)
 	for _, obj := range c.items {
@@ -389,5 +472,23 @@ func (c *collection[T]) list() []T {
 			out = append(out, obj)
 		}
 	}
-	return out
+	return out, nil
+}
+
+// streamedRecord is the object of an initial event of a compact store's
+// watch-list stream (see wire.SourceOptions.Initial): the object's record,
+// key and labels, made of the event's bytes as a listed object's are,
+// which the Reflector collects as such.
+type streamedRecord[T any] struct {
+	e     encoded[T]
+	codec recordCodec[T]
+}
+
+// GetObjectKind and DeepCopyObject make it a runtime.Object, as a watch
+// event's object is. A record is not written once made: a copy shares it.
+func (*streamedRecord[T]) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (r *streamedRecord[T]) DeepCopyObject() runtime.Object {
+	c := *r
+	return &c
 }

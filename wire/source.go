@@ -73,6 +73,14 @@ type SourceOptions[PP any] struct {
 	// remembers, after as many updates as the last sweep left objects
 	// remembered, 256 at least).
 	WeakPrevious bool
+	// Initial, when set, is given the bare message of each object the
+	// initial events of a protobuf watch-list stream bring (its ADDED
+	// events before the bookmark that ends them), before it is decoded; b
+	// is valid only during the call. If it returns an object, the event
+	// carries that object and the bytes are not decoded (nor given to
+	// Reuse or Decoded): a compact store makes its records of the bytes,
+	// as it does of a list's. If it returns nil, the bytes are decoded.
+	Initial func(b []byte) (runtime.Object, error)
 }
 
 // Source lists and watches one resource through a REST client, decoding
@@ -347,6 +355,15 @@ func (d *eventDecoder[PP]) Decode() (watch.EventType, runtime.Object, error) {
 	case et == watch.Added && d.initial: // a listed object: no parts remembered
 		d.initialObjects++
 		d.initialBytes += len(raw)
+		if d.s.opts.Initial != nil {
+			o, err := d.s.opts.Initial(raw)
+			if err != nil {
+				return "", nil, fmt.Errorf("watch event %s: %w", typ, err)
+			}
+			if o != nil {
+				return et, o, nil
+			}
+		}
 		p, reused, err = d.s.object(raw, true)
 	case d.s.parts != nil:
 		p, reused, err = d.s.changed(raw, et)
