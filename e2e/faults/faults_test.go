@@ -162,8 +162,9 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	add(subjectOf("configmaps-projection-list", configMapsGVR, projCMs, idleRunner{}, wireErrs))
-	// And compact stores: Pods listed as records of their protobuf by a Factory (kept undecoded,
-	// relists reusing the records of unchanged objects), unstructured ConfigMaps encoded in JSON,
+	// And compact stores: Pods streamed as records of their protobuf by a Factory (a watch-list
+	// stream's initial events kept undecoded, streams asked for again reusing the records of
+	// unchanged objects), unstructured ConfigMaps encoded in JSON,
 	// and PodTemplates of a client's ListerWatcher in a DeltaFIFO, encoded in protobuf.
 	compactErrs := &kubetest.WatchErrors{}
 	cf, err := informer.NewFactory(thr.Config, informer.FactoryOptions{

@@ -153,6 +153,25 @@ func apiServerArgs(port int, certDir, etcdURL string, fileFlags []string) []stri
 	return append(args, fileFlags...)
 }
 
+// startAPIServer starts the kube-apiserver mk makes for a port chosen free, and waits until it is
+// ready; on other ports again if its port was taken before it listened (errPortTaken).
+func startAPIServer(ctx context.Context, timeout time.Duration, mk func(port int) *apiServer) (*apiServer, error) {
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		api := mk(ports[0])
+		err = api.start(ctx, timeout)
+		if err == nil {
+			return api, nil
+		}
+		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
+			return nil, err
+		}
+	}
+}
+
 // start starts the process and waits until /readyz answers 200 to the admin identity.
 func (a *apiServer) start(ctx context.Context, timeout time.Duration) error {
 	proc, err := startProcess("kube-apiserver", a.bin, a.args, a.logPath)
@@ -180,7 +199,7 @@ func (a *apiServer) waitReady(ctx context.Context, timeout time.Duration) error 
 			return nil
 		}
 		if a.proc.exited() {
-			return fmt.Errorf("%w before it was ready; last lines of %s:\n%s", a.proc.exitError(), a.logPath, a.proc.logTail(40))
+			return a.proc.exitedError("ready")
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("harness: kube-apiserver not ready after %v (last check: %v); last lines of %s:\n%s", timeout, last, a.logPath, a.proc.logTail(40))
@@ -246,7 +265,9 @@ func (a *apiServer) loadCA() error {
 		return errors.New("serving certificate not complete yet")
 	}
 	a.caData = data
-	a.probe = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	// A probe that gets no answer is given up after a few seconds, so that waitReady sees a
+	// server that exited: its port may be another process's, which accepts and never answers.
+	a.probe = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	return nil
 }
 

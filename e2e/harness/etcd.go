@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -22,8 +24,23 @@ type etcdServer struct {
 	http      *http.Client // plain HTTP to clientURL; idle connections closed on stop
 }
 
-// startEtcd starts etcd with its data in dataDir and waits until /health reports true.
+// startEtcd starts etcd with its data in dataDir and waits until /health reports true, on other
+// ports again if its ports were taken before it listened (errPortTaken).
 func startEtcd(ctx context.Context, bin, dataDir, logPath string, timeout time.Duration) (*etcdServer, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := startEtcdOnce(ctx, bin, dataDir, logPath, timeout)
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == startAttempts {
+			return e, err
+		}
+		// What etcd wrote names the ports it was given.
+		if err := os.RemoveAll(dataDir); err != nil {
+			return nil, fmt.Errorf("harness: etcd data of a start that lost its port: %w", err)
+		}
+	}
+}
+
+// startEtcdOnce is one attempt of startEtcd, on ports chosen free.
+func startEtcdOnce(ctx context.Context, bin, dataDir, logPath string, timeout time.Duration) (*etcdServer, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
@@ -66,7 +83,7 @@ func (e *etcdServer) waitHealthy(ctx context.Context, timeout time.Duration) err
 			return nil
 		}
 		if e.proc.exited() {
-			return fmt.Errorf("%w before it was healthy; last lines of %s:\n%s", e.proc.exitError(), e.proc.logPath, e.proc.logTail(30))
+			return e.proc.exitedError("healthy")
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("harness: etcd not healthy after %v (last check: %v); last lines of %s:\n%s", timeout, last, e.proc.logPath, e.proc.logTail(30))

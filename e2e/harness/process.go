@@ -104,6 +104,32 @@ func (p *process) stop(grace time.Duration) error {
 	return fmt.Errorf("harness: %s did not exit within %v of SIGTERM and was killed", p.name, grace)
 }
 
+// errPortTaken marks the start of a server that exited because a port it was given, free when
+// freePorts chose it, was taken before the server could listen on it (by another listener, or as
+// the local port of an outgoing connection: both come from the same range). Its starter then
+// tries again on other ports.
+var errPortTaken = errors.New("harness: a port chosen free was taken before the server listened on it")
+
+// startAttempts is how many times a server is started on newly chosen ports when its ports were
+// taken (errPortTaken).
+const startAttempts = 3
+
+// exitedError returns the error of the process, which has exited before it was ready, with the
+// last lines of its log: wrapping errPortTaken when this run's log (the lines after its header)
+// says that an address was in use.
+func (p *process) exitedError(what string) error {
+	tail := p.logTail(40)
+	run := tail
+	if i := strings.LastIndex(tail, "### harness "); i >= 0 {
+		run = tail[i:]
+	}
+	err := fmt.Errorf("%w before it was %s; last lines of %s:\n%s", p.exitError(), what, p.logPath, tail)
+	if strings.Contains(run, "address already in use") {
+		return fmt.Errorf("%w: %w", errPortTaken, err)
+	}
+	return err
+}
+
 // logTail returns the last n lines of the process's log, for error messages.
 func (p *process) logTail(n int) string {
 	return fileTail(p.logPath, n)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,37 +126,34 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	etcdReady := time.Since(began)
 
-	ports, err := freePorts(1)
-	if err != nil {
-		return nil, err
-	}
 	fileFlags, err := apiServerFiles(s.tempDir, []identity{s.admin, s.unpriv, s.throttled})
 	if err != nil {
 		return nil, err
 	}
 	s.fileFlags, s.extraArgs = fileFlags, opts.APIServerArgs
-	hostPort := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	s.apiURL = "https://" + hostPort
-	api := &apiServer{
-		bin:     bins.apiServer,
-		args:    append(apiServerArgs(ports[0], certDir, s.etcd.clientURL, fileFlags), opts.APIServerArgs...),
-		logPath: filepath.Join(s.logDir, "kube-apiserver.log"),
-		url:     s.apiURL,
-		certDir: certDir,
-		admin:   s.admin,
+	apiBegan := time.Now()
+	api, err := startAPIServer(ctx, timeout, func(port int) *apiServer {
+		return &apiServer{
+			bin:     bins.apiServer,
+			args:    append(apiServerArgs(port, certDir, s.etcd.clientURL, fileFlags), opts.APIServerArgs...),
+			logPath: filepath.Join(s.logDir, "kube-apiserver.log"),
+			url:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			certDir: certDir,
+			admin:   s.admin,
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	s.api = api
 	s.mu.Unlock()
-	if s.proxy, err = newTCPProxy(hostPort); err != nil {
-		return nil, err
-	}
-	apiBegan := time.Now()
-	if err := api.start(ctx, timeout); err != nil {
-		return nil, err
-	}
+	s.apiURL = api.url
 	s.caData = api.caData
 	apiReady := time.Since(apiBegan)
+	if s.proxy, err = newTCPProxy(strings.TrimPrefix(api.url, "https://")); err != nil {
+		return nil, err
+	}
 
 	adminClient, err := kubernetes.NewForConfig(s.directConfig(s.admin))
 	if err != nil {
@@ -213,22 +211,20 @@ func (s *Server) AdmittingConfig(ctx context.Context) (*rest.Config, error) {
 		return nil, errors.New("harness: AdmittingConfig: server stopped")
 	}
 	if s.admitting == nil {
-		ports, err := freePorts(1)
-		if err != nil {
-			return nil, err
-		}
-		args := slices.DeleteFunc(apiServerArgs(ports[0], s.api.certDir, s.etcd.clientURL, s.fileFlags),
-			func(a string) bool { return a == disableServiceAccountAdmission })
-		api := &apiServer{
-			bin:     s.api.bin,
-			args:    append(args, s.extraArgs...),
-			logPath: filepath.Join(s.logDir, "kube-apiserver-admitting.log"),
-			url:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-			certDir: s.api.certDir,
-			admin:   s.admin,
-		}
 		began := time.Now()
-		if err := api.start(ctx, s.timeout); err != nil {
+		api, err := startAPIServer(ctx, s.timeout, func(port int) *apiServer {
+			args := slices.DeleteFunc(apiServerArgs(port, s.api.certDir, s.etcd.clientURL, s.fileFlags),
+				func(a string) bool { return a == disableServiceAccountAdmission })
+			return &apiServer{
+				bin:     s.api.bin,
+				args:    append(args, s.extraArgs...),
+				logPath: filepath.Join(s.logDir, "kube-apiserver-admitting.log"),
+				url:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+				certDir: s.api.certDir,
+				admin:   s.admin,
+			}
+		})
+		if err != nil {
 			return nil, fmt.Errorf("harness: the admitting kube-apiserver: %w", err)
 		}
 		s.admitting = api

@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -439,5 +440,57 @@ func TestStartFailureReportsLogAndCleansUp(t *testing.T) {
 	// etcd had started; Start stopped it again (its log says it ran).
 	if tail := fileTail(filepath.Join(logDir, "etcd.log"), 100); !strings.Contains(tail, "### harness") {
 		t.Errorf("etcd.log does not show an etcd start:\n%s", tail)
+	}
+}
+
+// TestStartOnTakenPortTriesAnother: a kube-apiserver whose port was taken between freePorts and
+// its listen (another listener, or an outgoing connection's local port) is started again on
+// another port; after startAttempts such starts, the error says so.
+func TestStartOnTakenPortTriesAnother(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	certDir, logDir := t.TempDir(), t.TempDir()
+	srv.mu.Lock()
+	bin := srv.api.bin
+	srv.mu.Unlock()
+	// mk makes the server of each attempt, on the taken port for the first takenStarts.
+	mk := func(takenStarts int, attempts *int) func(port int) *apiServer {
+		return func(port int) *apiServer {
+			*attempts++
+			if *attempts <= takenStarts {
+				port = takenPort
+			}
+			return &apiServer{
+				bin:     bin,
+				args:    apiServerArgs(port, certDir, srv.etcd.clientURL, srv.fileFlags),
+				logPath: filepath.Join(logDir, "kube-apiserver.log"),
+				url:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+				certDir: certDir,
+				admin:   srv.admin,
+			}
+		}
+	}
+
+	var attempts int
+	api, err := startAPIServer(ctx, 60*time.Second, mk(1, &attempts))
+	if err != nil {
+		t.Fatalf("start after a taken port: %v", err)
+	}
+	if err := api.stop(30 * time.Second); err != nil {
+		t.Error(err)
+	}
+	if attempts != 2 || api.url == "https://127.0.0.1:"+strconv.Itoa(takenPort) {
+		t.Errorf("%d attempts, the server at %s (taken: %d); want 2, on another port", attempts, api.url, takenPort)
+	}
+
+	attempts = 0
+	_, err = startAPIServer(ctx, 60*time.Second, mk(startAttempts, &attempts))
+	if !errors.Is(err, errPortTaken) || !strings.Contains(err.Error(), "address already in use") || attempts != startAttempts {
+		t.Errorf("%d attempts on a taken port: %v; want %d, errPortTaken quoting the server's log", attempts, err, startAttempts)
 	}
 }
