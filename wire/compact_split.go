@@ -471,14 +471,15 @@ func (s *splitter) message(start, end, depth, ostart, oend int) {
 	spans := !s.beside && !s.dry
 	span := s.mark(start)
 	for i := start; i < end; {
-		num, typ, next, err := tag(b, i)
-		if err != nil {
+		num, typ, next, ok := walkTag(b, i)
+		if !ok {
 			return
 		}
+		var err error
 		onext := 0
 		if oi < oend {
-			onum, otyp, n, oerr := tag(ob, oi)
-			if oerr != nil || onum != num || otyp != typ {
+			onum, otyp, n, ook := walkTag(ob, oi)
+			if !ook || onum != num || otyp != typ {
 				oi = oend // the rest is cut without old
 			} else {
 				onext = n

@@ -54,6 +54,14 @@ const (
 	wireFixed32 = 5
 )
 
+// The errors of malformed input whose text says all, made once: bytes
+// walked for what they might hold (see walkTag) fail often.
+var (
+	errVarintOverflow = fmt.Errorf("%w: varint overflows 64 bits", ErrMalformed)
+	errEndOutside     = fmt.Errorf("%w: end of group outside a group", ErrMalformed)
+	errUnexpectedEnd  = fmt.Errorf("%w: unexpected end of group", ErrMalformed)
+)
+
 // varint reads a base-128 varint at b[i:], returning it and the index after
 // it. Like the generated decoders, it accepts at most ten bytes.
 func varint(b []byte, i int) (uint64, int, error) {
@@ -63,7 +71,7 @@ func varint(b []byte, i int) (uint64, int, error) {
 	var v uint64
 	for shift := uint(0); ; shift += 7 {
 		if shift >= 64 {
-			return 0, 0, fmt.Errorf("%w: varint overflows 64 bits", ErrMalformed)
+			return 0, 0, errVarintOverflow
 		}
 		if i >= len(b) {
 			return 0, 0, ErrTruncated
@@ -88,12 +96,30 @@ func tag(b []byte, i int) (num int32, typ int, next int, err error) {
 	}
 	num, typ = int32(v>>3), int(v&7)
 	if typ == wireEnd {
-		return 0, 0, 0, fmt.Errorf("%w: end of group outside a group", ErrMalformed)
+		return 0, 0, 0, errEndOutside
 	}
 	if num <= 0 {
 		return 0, 0, 0, fmt.Errorf("%w: illegal field number %d", ErrMalformed, num)
 	}
 	return num, typ, next, nil
+}
+
+// walkTag reads a field key at b[i:] as tag does, for a walk of bytes that
+// may not be a message (the splitter's, which looks into every value): it
+// is false, with no error made, for a key tag refuses and for a group's
+// (whose value skip would walk key by key, and which no Kubernetes type
+// has), so that skip is asked only for values whose errors are made once.
+func walkTag(b []byte, i int) (num int32, typ int, next int, ok bool) {
+	if num, typ, ok := oneByteTag(b, i); ok {
+		next = i + 1
+		return num, typ, next, typ <= wireFixed32 && typ != wireStart
+	}
+	v, next, err := varint(b, i)
+	num, typ = int32(v>>3), int(v&7)
+	if err != nil || num <= 0 || typ > wireFixed32 || typ == wireStart || typ == wireEnd {
+		return 0, 0, 0, false
+	}
+	return num, typ, next, true
 }
 
 // oneByteTag reads a field key of one byte at b[i:], the common case,
@@ -173,7 +199,7 @@ func skip(b []byte, i int, typ int) (int, error) {
 			depth++
 		case wireEnd:
 			if depth == 0 {
-				return 0, fmt.Errorf("%w: unexpected end of group", ErrMalformed)
+				return 0, errUnexpectedEnd
 			}
 			depth--
 		default:

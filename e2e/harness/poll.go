@@ -22,7 +22,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // freePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago. The listeners
 // are held until all n are chosen so that the ports differ; a server started afterwards may still
-// lose a port to another process, which then shows up as a start error in its log.
+// lose a port to another process, which its log then says, and its starter tries other ports
+// (errPortTaken).
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
