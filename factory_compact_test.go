@@ -286,10 +286,10 @@ func TestFactoryCompactSetTransformAfterFor(t *testing.T) {
 	}
 }
 
-// A compact informer's relist reuses the cached record of every object
-// whose resourceVersion, read from the listed bytes, has not changed, and
-// makes a new one for an object that changed.
-func TestFactoryCompactRelistReusesRecords(t *testing.T) {
+// staleCompactPods returns a compact informer of a/web and b/db, synced and
+// stopped, whose cache has not seen a/web's later update on the server.
+func staleCompactPods(t *testing.T) *SharedIndexInformer[*corev1.Pod] {
+	t.Helper()
 	srv := newFakeAPI(t, podsResource)
 	create(t, srv, richPod("a", "web", "node-1"), richPod("b", "db", "node-2"))
 	f := newTestFactory(t, srv, FactoryOptions{})
@@ -302,6 +302,14 @@ func TestFactoryCompactRelistReusesRecords(t *testing.T) {
 	if err := srv.Update(richPod("a", "web", "node-3")); err != nil {
 		t.Fatal(err)
 	}
+	return pods
+}
+
+// A compact informer's relist reuses the cached record of every object
+// whose resourceVersion, read from the listed bytes, has not changed, and
+// makes a new one for an object that changed.
+func TestFactoryCompactRelistReusesRecords(t *testing.T) {
+	pods := staleCompactPods(t)
 	page, err := pods.lw.List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -322,18 +330,7 @@ func TestFactoryCompactRelistReusesRecords(t *testing.T) {
 // cached record of every object whose resourceVersion has not changed, a new
 // one for an object that changed, each with its labels.
 func TestFactoryCompactStreamReusesRecords(t *testing.T) {
-	srv := newFakeAPI(t, podsResource)
-	create(t, srv, richPod("a", "web", "node-1"), richPod("b", "db", "node-2"))
-	f := newTestFactory(t, srv, FactoryOptions{})
-	pods, err := For[*corev1.Pod](f, ForOptions[*corev1.Pod]{Compact: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	syncFactory(t, t.Context(), f)
-	f.Shutdown() // the cache stays as it is: the update below is not watched
-	if err := srv.Update(richPod("a", "web", "node-3")); err != nil {
-		t.Fatal(err)
-	}
+	pods := staleCompactPods(t)
 	yes := true
 	w, err := pods.lw.Watch(t.Context(), metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})

@@ -102,19 +102,7 @@ func FuzzCollection(f *testing.F) {
 // record, made by codec of its protobuf, key and labels.
 func streamedRecordOf(t testing.TB, codec *wire.Compact[*corev1.Pod], p *corev1.Pod) *streamedRecord[*corev1.Pod] {
 	t.Helper()
-	b, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := codec.Protobuf(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := MetaNamespaceKeyFunc(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &streamedRecord[*corev1.Pod]{e: encoded[*corev1.Pod]{key: key, rec: rec, labels: p.Labels}, codec: codec}
+	return &streamedRecord[*corev1.Pod]{e: listedRecords(t, codec, []*corev1.Pod{p}).items[0], codec: codec}
 }
 
 // collected returns the objects c holds, in order: its items, or its
