@@ -109,12 +109,12 @@ func (lw *wireListWatch[T]) listRecords(ctx context.Context, opts metav1.ListOpt
 	return page, nil
 }
 
-// record returns the entry of b, the bare protobuf message of a listed
-// object whose metadata is ref, for a compact store: a record of its bytes, checked to decode
-// (the check remembers what it found valid until the codec's EndList),
-// with its labels; or the record cache (if not nil) holds of the same
-// namespace, name and resourceVersion. buf is scratch for the key, returned
-// grown.
+// record returns the entry of b, the bare protobuf message of a listed or
+// streamed object whose metadata is ref, for a compact store: a record of
+// its bytes, checked to decode (the check remembers what it found valid
+// until the codec's EndList), with its labels; or the record cache (if not
+// nil) holds of the same namespace, name and resourceVersion. buf is
+// scratch for the key, returned grown.
 func (lw *wireListWatch[T]) record(b []byte, ref wire.ObjectRef, cache *Indexer[T], buf []byte) (encoded[T], []byte, error) {
 	buf = appendMetaNamespaceKey(buf[:0], ref.Namespace, ref.Name)
 	key := string(buf)
