@@ -169,6 +169,9 @@ const MaxFrame = 64 << 20
 type FrameReader struct {
 	r   io.Reader
 	buf []byte
+	// size is where a frame's length is read: a local array handed to
+	// the reader, an interface, would be allocated at every frame.
+	size [4]byte
 }
 
 // NewFrameReader reads frames from r.
@@ -178,11 +181,10 @@ func NewFrameReader(r io.Reader) *FrameReader { return &FrameReader{r: r} }
 // object (with its envelope). The object aliases a buffer that the next
 // call reuses. At the end of the stream it returns io.EOF.
 func (f *FrameReader) Next() (eventType string, object []byte, err error) {
-	var n [4]byte
-	if _, err := io.ReadFull(f.r, n[:]); err != nil {
+	if _, err := io.ReadFull(f.r, f.size[:]); err != nil {
 		return "", nil, err
 	}
-	size := binary.BigEndian.Uint32(n[:])
+	size := binary.BigEndian.Uint32(f.size[:])
 	if size > MaxFrame {
 		return "", nil, fmt.Errorf("%w: watch frame of %d bytes, more than %d", ErrMalformed, size, MaxFrame)
 	}

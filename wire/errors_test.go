@@ -378,3 +378,29 @@ func TestProtobufIntoNil(t *testing.T) {
 	}()
 	_ = d.ProtobufInto(limitedPod(t), nil)
 }
+
+// TestFrameReaderAllocatesNothing: reading a watch stream's frames makes no
+// allocation once the buffer has grown to the largest (a frame's length
+// was read into an array of its own, allocated at every frame).
+func TestFrameReaderAllocatesNothing(t *testing.T) {
+	obj := envelope(t, "Pod", limitedPod(t))
+	raw := append(binary.AppendUvarint([]byte{1<<3 | 2}, uint64(len(obj))), obj...)
+	ev := append([]byte{1<<3 | 2, 8, 'M', 'O', 'D', 'I', 'F', 'I', 'E', 'D'}, 2<<3|2)
+	ev = append(binary.AppendUvarint(ev, uint64(len(raw))), raw...)
+	frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(ev))), ev...)
+	const frames = 20
+	stream := bytes.NewReader(bytes.Repeat(frame, frames+1))
+	f := NewFrameReader(stream)
+	if _, _, err := f.Next(); err != nil { // the buffer grows
+		t.Fatal(err)
+	}
+	got := testing.AllocsPerRun(frames-1, func() {
+		typ, object, err := f.Next()
+		if err != nil || typ != "MODIFIED" || !bytes.Equal(object, obj) {
+			t.Fatalf("Next = %q, %d bytes, %v; want MODIFIED and the object", typ, len(object), err)
+		}
+	})
+	if got != 0 {
+		t.Errorf("a frame read made %v allocations, want 0", got)
+	}
+}
