@@ -110,13 +110,16 @@ func tag(b []byte, i int) (num int32, typ int, next int, err error) {
 // (whose value skip would walk key by key, and which no Kubernetes type
 // has), so that skip is asked only for values whose errors are made once.
 func walkTag(b []byte, i int) (num int32, typ int, next int, ok bool) {
-	if num, typ, ok := oneByteTag(b, i); ok {
+	if num, typ, ok = oneByteTag(b, i); ok {
 		next = i + 1
-		return num, typ, next, typ <= wireFixed32 && typ != wireStart
+	} else {
+		v, n, err := varint(b, i)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		num, typ, next = int32(v>>3), int(v&7), n
 	}
-	v, next, err := varint(b, i)
-	num, typ = int32(v>>3), int(v&7)
-	if err != nil || num <= 0 || typ > wireFixed32 || typ == wireStart || typ == wireEnd {
+	if num <= 0 || typ == wireStart || typ == wireEnd || typ > wireFixed32 {
 		return 0, 0, 0, false
 	}
 	return num, typ, next, true

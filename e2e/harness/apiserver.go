@@ -156,20 +156,17 @@ func apiServerArgs(port int, certDir, etcdURL string, fileFlags []string) []stri
 // startAPIServer starts the kube-apiserver mk makes for a port chosen free, and waits until it is
 // ready; on other ports again if its port was taken before it listened (errPortTaken).
 func startAPIServer(ctx context.Context, timeout time.Duration, mk func(port int) *apiServer) (*apiServer, error) {
-	for attempt := 1; ; attempt++ {
+	return startOnFreePorts(func() (*apiServer, error) {
 		ports, err := freePorts(1)
 		if err != nil {
 			return nil, err
 		}
 		api := mk(ports[0])
-		err = api.start(ctx, timeout)
-		if err == nil {
-			return api, nil
-		}
-		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
+		if err := api.start(ctx, timeout); err != nil {
 			return nil, err
 		}
-	}
+		return api, nil
+	}, nil)
 }
 
 // start starts the process and waits until /readyz answers 200 to the admin identity.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,16 +26,15 @@ type etcdServer struct {
 // startEtcd starts etcd with its data in dataDir and waits until /health reports true, on other
 // ports again if its ports were taken before it listened (errPortTaken).
 func startEtcd(ctx context.Context, bin, dataDir, logPath string, timeout time.Duration) (*etcdServer, error) {
-	for attempt := 1; ; attempt++ {
-		e, err := startEtcdOnce(ctx, bin, dataDir, logPath, timeout)
-		if err == nil || !errors.Is(err, errPortTaken) || attempt == startAttempts {
-			return e, err
-		}
+	return startOnFreePorts(func() (*etcdServer, error) {
+		return startEtcdOnce(ctx, bin, dataDir, logPath, timeout)
+	}, func() error {
 		// What etcd wrote names the ports it was given.
 		if err := os.RemoveAll(dataDir); err != nil {
-			return nil, fmt.Errorf("harness: etcd data of a start that lost its port: %w", err)
+			return fmt.Errorf("harness: etcd data of a start that lost its port: %w", err)
 		}
-	}
+		return nil
+	})
 }
 
 // startEtcdOnce is one attempt of startEtcd, on ports chosen free.

@@ -114,6 +114,24 @@ var errPortTaken = errors.New("harness: a port chosen free was taken before the 
 // taken (errPortTaken).
 const startAttempts = 3
 
+// startOnFreePorts calls start, which starts a server on ports it chooses free, until it
+// succeeds, fails otherwise than by a port taken (errPortTaken), or has tried startAttempts
+// times; before each new try, again (if not nil) clears what the failed start left.
+func startOnFreePorts[S any](start func() (S, error), again func() error) (S, error) {
+	for attempt := 1; ; attempt++ {
+		srv, err := start()
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == startAttempts {
+			return srv, err
+		}
+		if again != nil {
+			if err := again(); err != nil {
+				var zero S
+				return zero, err
+			}
+		}
+	}
+}
+
 // exitedError returns the error of the process, which has exited before it was ready, with the
 // last lines of its log: wrapping errPortTaken when this run's log (the lines after its header)
 // says that an address was in use.
