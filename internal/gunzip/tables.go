@@ -46,6 +46,16 @@ const maxCodeLen = 15
 // is over-subscribed or incomplete, but for the two cases deflate
 // decoders accept: no code at all (a table every lookup of which fails)
 // and a single code of one bit.
+//
+// The primary table is built a length at a time, in the order the codes
+// are numbered (by length, then symbol): the slots indexed by the first
+// l bits are copied into those of the first l+1 (a code of l bits or
+// fewer fills both halves), and then each code of l+1 bits takes the one
+// slot no shorter code did. Each slot is written by a copy, and each code
+// once, where filling every slot of each code took a store a slot (1,024
+// for the literals' table alone): for the small blocks of a watch's
+// events, a member each, that was most of what building their tables
+// cost.
 func (t *table) build(lengths []uint8, primary uint, info []uint32) bool {
 	var count [maxCodeLen + 1]int
 	maxLen := uint(0)
@@ -59,72 +69,87 @@ func (t *table) build(lengths []uint8, primary uint, info []uint32) bool {
 	for l := 1; l <= maxCodeLen; l++ {
 		kraft += count[l] << (maxCodeLen - l)
 	}
-	if maxLen != 0 && kraft != 1<<maxCodeLen && !(maxLen == 1 && count[1] == 1) {
+	complete := kraft == 1<<maxCodeLen
+	if maxLen != 0 && !complete && !(maxLen == 1 && count[1] == 1) {
 		return false
 	}
 	p := min(primary, max(maxLen, 1))
 	t.primary, t.mask = p, 1<<p-1
 	t.t = slices.Grow(t.t[:0], 1<<p)[:1<<p]
-	complete := kraft == 1<<maxCodeLen
 	if !complete {
-		// Some index has no code: a lookup of it fails, after p bits.
+		// No code (every lookup fails), or one of one bit: the input
+		// bit 0 is it, and 1 fails.
 		for i := range t.t {
 			t.t[i] = entryInvalid | uint32(p)
 		}
-		if maxLen == 0 {
-			return true
+		for sym, l := range lengths {
+			if l != 0 {
+				t.t[0] = info[sym] | 1
+			}
 		}
+		return true
 	}
-	var next [maxCodeLen + 2]int
-	code := 0
+	// The symbols in the order of their codes.
+	var start [maxCodeLen + 2]int // where the codes of each length start in sorted
 	for l := 1; l <= maxCodeLen; l++ {
-		code = (code + count[l-1]) << 1
-		next[l] = code
+		start[l+1] = start[l] + count[l]
 	}
-	subBits := uint(0)
-	if maxLen > p {
-		subBits = maxLen - p
-	}
-	// Each symbol's code, reversed as the input holds it; a complete
-	// code's entries are all written below but for the links, whose slots
-	// are cleared first, as they may hold a previous build's.
-	var revs [288]uint16
+	var sorted [288]uint16
+	next := start
 	for sym, l := range lengths {
 		if l != 0 {
-			revs[sym] = bits.Reverse16(uint16(next[l])) >> (16 - l)
+			sorted[next[l]] = uint16(sym)
 			next[l]++
-			if uint(l) > p {
-				t.t[uint(revs[sym])&uint(t.mask)] = entryInvalid
-			}
 		}
 	}
-	for sym, l8 := range lengths {
-		if l8 == 0 {
-			continue
+	code, size := 0, 0 // the next code; the slots filled so far, if any
+	for l := uint(1); l <= p; l++ {
+		if size > 0 {
+			copy(t.t[size:2*size], t.t[:size])
+			size *= 2
+		} else if count[l] > 0 {
+			size = 1 << l
 		}
-		l, rev := uint(l8), uint(revs[sym])
-		if l <= p {
-			e := info[sym] | uint32(l)
-			for i := rev; i < 1<<p; i += 1 << l {
-				t.t[i] = e
+		for _, sym := range sorted[start[l]:start[l+1]] {
+			t.t[bits.Reverse16(uint16(code))>>(16-l)] = info[sym] | uint32(l)
+			code++
+		}
+		code <<= 1
+	}
+	if maxLen <= p {
+		return true
+	}
+	// The codes longer than p bits, in sub-tables linked from the slots
+	// of their first p bits. Those are the p-bit prefixes no shorter code
+	// took, from the next code of p bits on, and hold what a previous
+	// build left there: cleared first.
+	for c := code >> 1; c < 1<<p; c++ {
+		t.t[bits.Reverse16(uint16(c))>>(16-p)] = entryInvalid
+	}
+	subBits := maxLen - p
+	long := sorted[start[p+1]:start[maxLen+1]]
+	for l := p + 1; l <= maxLen; l++ {
+		for range count[l] {
+			rev := uint(bits.Reverse16(uint16(code)) >> (16 - l))
+			code++
+			head := rev & uint(t.mask)
+			link := t.t[head]
+			if link&entryLink == 0 { // the first code of this prefix: a sub-table for it
+				off := len(t.t)
+				for range 1 << subBits {
+					t.t = append(t.t, entryInvalid|uint32(subBits))
+				}
+				link = entry(uint32(off), p, subBits, entryLink)
+				t.t[head] = link
 			}
-			continue
-		}
-		head := rev & uint(t.mask)
-		link := t.t[head]
-		if link&entryLink == 0 { // the first code of this prefix: a sub-table for it
-			off := len(t.t)
-			for range 1 << subBits {
-				t.t = append(t.t, entryInvalid|uint32(subBits))
+			off := uint(link >> 16)
+			e := info[long[0]] | uint32(l-p)
+			long = long[1:]
+			for i := rev >> p; i < 1<<subBits; i += 1 << (l - p) {
+				t.t[off+i] = e
 			}
-			link = entry(uint32(off), p, subBits, entryLink)
-			t.t[head] = link
 		}
-		off := uint(link >> 16)
-		e := info[sym] | uint32(l-p)
-		for i := rev >> p; i < 1<<subBits; i += 1 << (l - p) {
-			t.t[off+i] = e
-		}
+		code <<= 1
 	}
 	return true
 }
