@@ -184,3 +184,40 @@ func FuzzCompactDecode(f *testing.F) {
 		}
 	})
 }
+
+// Objects decoded from records share the messages and runs that are equal
+// on the wire, as objects decoded from bytes do (a container's ports, a
+// Pod's tolerations): the decoder's table keeps the value it made the
+// second time those bytes came. A kept value's strings are its own, not
+// over the record it was decoded from, which the table would keep alive
+// for as long as it keeps the value.
+func TestCompactDecodeSharesOwnValues(t *testing.T) {
+	_, c := newPodCompact(t)
+	recs := podRecords(t, c, 4)
+	pods := make([]*corev1.Pod, len(recs))
+	for i, r := range recs {
+		p, err := c.Decode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods[i] = p
+	}
+	first, kept, later := pods[0].Spec, pods[1].Spec, pods[3].Spec
+	if &kept.Tolerations[0] != &later.Tolerations[0] || &kept.Containers[0].Ports[0] != &later.Containers[0].Ports[0] {
+		t.Fatal("the tolerations and ports of Pods decoded from records, equal on the wire, are not shared")
+	}
+	if &first.Tolerations[0] == &kept.Tolerations[0] {
+		t.Fatal("the first Pod's tolerations are shared: the table keeps bytes the second time they come")
+	}
+	for _, s := range []string{kept.Tolerations[0].Key, string(kept.Tolerations[1].Effect), kept.Containers[0].Ports[1].Name} {
+		for i, r := range recs {
+			if inRecord(r, s) {
+				t.Errorf("the shared value's string %q lies in record %d's memory", s, i)
+			}
+		}
+	}
+	// A string of the Pod's own is still made over its record.
+	if !inRecord(recs[3], pods[3].Spec.Containers[0].Args[2]) {
+		t.Errorf("the fourth Pod's argument %q is not made over its record", pods[3].Spec.Containers[0].Args[2])
+	}
+}

@@ -301,10 +301,7 @@ func (d *Decoder[PP]) decodeAround(b []byte, p unsafe.Pointer, a *aliases, own b
 	defer d.mu.Unlock()
 	s := state{strs: d.strs, filter: d.opts.Annotations, alias: a}
 	if !own { // see record
-		s.maps, s.bytes, s.times, s.share = d.maps, d.bytes, d.times, d.share
-		if a == nil { // a record's values alias its memory: not shared
-			s.msgs = d.msgs
-		}
+		s.maps, s.bytes, s.times, s.share, s.msgs = d.maps, d.bytes, d.times, d.share, d.msgs
 	}
 	from := 0
 	if reused != nil {

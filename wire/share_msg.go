@@ -225,7 +225,12 @@ func (s *state) sharedMessage(v []byte, ptr unsafe.Pointer, o *op) (bool, error)
 	*(*unsafe.Pointer)(ptr) = p
 	outer := s.notShared // that of a map or a message whose value holds this one
 	s.notShared = false
+	// A value the table keeps makes its strings of its own, not over a
+	// compact record's memory, which it would keep alive (see aliases).
+	alias := s.alias
+	s.alias = nil
 	err := s.message(v, p, o.plan)
+	s.alias = alias
 	shareable := !s.notShared
 	s.notShared = outer || s.notShared
 	if err != nil || !shareable {
@@ -313,7 +318,10 @@ func (s *state) sharedRun(b []byte, i int, ptr unsafe.Pointer, o *op) (int, bool
 	}
 	outer := s.notShared // that of a map or a message whose value holds this run
 	s.notShared = false
+	alias := s.alias // as for sharedMessage: the strings of a kept run are its own
+	s.alias = nil
 	err := s.decodeRun(run, n, ptr, o)
+	s.alias = alias
 	shareable := !s.notShared
 	s.notShared = outer || s.notShared
 	if err != nil || !shareable {
