@@ -43,19 +43,21 @@ func lookup(t *table, in uint64) (uint32, uint) {
 	return e &^ 31, n
 }
 
-// build gives the tables that writing each code's every slot gave
-// (buildEachSlot, the way it was done before), looked up with every
-// input of 15 bits, for complete codes of every shape, at every primary
-// size; the same for the codes deflate accepts that are not complete, and
-// the same refusals. The table built into is reused, as a Reader reuses
-// its own, and holds a previous build's links.
+// build gives the tables the code's definition gives (byCode: each
+// symbol's canonical code, as deflate assigns them, read from a flat table
+// of every 15-bit input), looked up with every input of 15 bits, for
+// complete codes of every shape, at every primary size; the same for the
+// codes deflate accepts that are not complete, and refuses the others. The
+// table built into is reused, as a Reader reuses its own, and holds a
+// previous build's links.
 func FuzzBuild(f *testing.F) {
 	for _, seed := range []uint64{1, 2, 3, 286, 30, 19} {
 		f.Add(seed, uint16(seed))
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, pick uint16) {
 		rnd := rand.New(rand.NewPCG(seed, uint64(pick)))
-		var got, want table
+		var got table
+		want := make([]byCodeEntry, 1<<maxCodeLen)
 		for range 8 {
 			size, maxLen, primary := 288, uint8(15), uint(1+rnd.IntN(12))
 			switch rnd.IntN(3) {
@@ -80,108 +82,74 @@ func FuzzBuild(f *testing.F) {
 				lengths = randomCode(rnd, 2+rnd.IntN(size-1), size, maxLen)
 			}
 			okGot := got.build(lengths, primary, litInfo[:])
-			okWant := want.buildEachSlot(lengths, primary, litInfo[:])
+			wantPrimary, okWant := byCode(want, lengths, primary, litInfo[:])
 			if okGot != okWant {
-				t.Fatalf("lengths %v, primary %d: build reports %v, the old way %v", lengths, primary, okGot, okWant)
+				t.Fatalf("lengths %v, primary %d: build reports %v, the code's definition %v", lengths, primary, okGot, okWant)
 			}
 			if !okGot {
 				continue
 			}
-			if got.primary != want.primary {
-				t.Fatalf("lengths %v: primary bits %d, the old way %d", lengths, got.primary, want.primary)
+			if got.primary != wantPrimary {
+				t.Fatalf("lengths %v: primary bits %d, want %d", lengths, got.primary, wantPrimary)
 			}
 			for in := range uint64(1 << 15) {
 				ge, gn := lookup(&got, in)
-				we, wn := lookup(&want, in)
-				if ge != we || gn != wn {
-					t.Fatalf("lengths %v, primary %d, input %015b: entry %#x of %d bits, the old way %#x of %d", lengths, primary, bits.Reverse16(uint16(in))>>1, ge, gn, we, wn)
+				if w := want[in]; ge != w.e || gn != w.n {
+					t.Fatalf("lengths %v, primary %d, input %015b: entry %#x of %d bits, want %#x of %d", lengths, primary, bits.Reverse16(uint16(in))>>1, ge, gn, w.e, w.n)
 				}
 			}
 		}
 	})
 }
 
-// buildEachSlot is how build made a table before (2026-12-06 to 12-07):
-// every slot of each code written in turn. FuzzBuild holds build to it.
-func (t *table) buildEachSlot(lengths []uint8, primary uint, info []uint32) bool {
+// byCodeEntry is what a code says of one input: the entry, without its
+// bits taken, and the bits taken.
+type byCodeEntry struct {
+	e uint32
+	n uint
+}
+
+// byCode fills dec, indexed by every input of 15 bits (the first bit read
+// first), with what the code of lengths says of it, as RFC 1951 defines
+// the code: symbols get consecutive codes, shorter codes first and, among
+// codes of one length, in symbol order. An input no code starts (a code
+// that is not complete) fails after the primary bits. It returns the
+// primary bits a table of the code has (at most primary, at most the
+// longest code, at least 1), and false for a code deflate refuses: one
+// over-subscribed or incomplete, but for none at all and a single code of
+// one bit.
+func byCode(dec []byCodeEntry, lengths []uint8, primary uint, info []uint32) (uint, bool) {
 	var count [maxCodeLen + 1]int
-	maxLen := uint(0)
+	n, maxLen, kraft := 0, uint(0), 0
 	for _, l := range lengths {
 		if l != 0 {
 			count[l]++
+			n++
 			maxLen = max(maxLen, uint(l))
+			kraft += 1 << (maxCodeLen - l)
 		}
 	}
-	kraft := 0
-	for l := 1; l <= maxCodeLen; l++ {
-		kraft += count[l] << (maxCodeLen - l)
-	}
-	if maxLen != 0 && kraft != 1<<maxCodeLen && !(maxLen == 1 && count[1] == 1) {
-		return false
+	if kraft != 1<<maxCodeLen && n != 0 && !(n == 1 && maxLen == 1) {
+		return 0, false
 	}
 	p := min(primary, max(maxLen, 1))
-	t.primary, t.mask = p, 1<<p-1
-	t.t = slices.Grow(t.t[:0], 1<<p)[:1<<p]
-	complete := kraft == 1<<maxCodeLen
-	if !complete {
-		// Some index has no code: a lookup of it fails, after p bits.
-		for i := range t.t {
-			t.t[i] = entryInvalid | uint32(p)
-		}
-		if maxLen == 0 {
-			return true
-		}
+	for i := range dec {
+		dec[i] = byCodeEntry{entryInvalid, p}
 	}
-	var next [maxCodeLen + 2]int
-	code := 0
-	for l := 1; l <= maxCodeLen; l++ {
+	var next [maxCodeLen + 1]int // the next code of each length
+	for l, code := 1, 0; l <= maxCodeLen; l++ {
 		code = (code + count[l-1]) << 1
 		next[l] = code
 	}
-	subBits := uint(0)
-	if maxLen > p {
-		subBits = maxLen - p
-	}
-	// Each symbol's code, reversed as the input holds it; a complete
-	// code's entries are all written below but for the links, whose slots
-	// are cleared first, as they may hold a previous build's.
-	var revs [288]uint16
 	for sym, l := range lengths {
-		if l != 0 {
-			revs[sym] = bits.Reverse16(uint16(next[l])) >> (16 - l)
-			next[l]++
-			if uint(l) > p {
-				t.t[uint(revs[sym])&uint(t.mask)] = entryInvalid
-			}
-		}
-	}
-	for sym, l8 := range lengths {
-		if l8 == 0 {
+		if l == 0 {
 			continue
 		}
-		l, rev := uint(l8), uint(revs[sym])
-		if l <= p {
-			e := info[sym] | uint32(l)
-			for i := rev; i < 1<<p; i += 1 << l {
-				t.t[i] = e
-			}
-			continue
-		}
-		head := rev & uint(t.mask)
-		link := t.t[head]
-		if link&entryLink == 0 { // the first code of this prefix: a sub-table for it
-			off := len(t.t)
-			for range 1 << subBits {
-				t.t = append(t.t, entryInvalid|uint32(subBits))
-			}
-			link = entry(uint32(off), p, subBits, entryLink)
-			t.t[head] = link
-		}
-		off := uint(link >> 16)
-		e := info[sym] | uint32(l-p)
-		for i := rev >> p; i < 1<<subBits; i += 1 << (l - p) {
-			t.t[off+i] = e
+		rev := int(bits.Reverse16(uint16(next[l])) >> (16 - l))
+		next[l]++
+		for in := rev; in < len(dec); in += 1 << l {
+			dec[in] = byCodeEntry{info[sym] &^ 31, uint(l)}
 		}
 	}
-	return true
+	return p, true
 }
