@@ -87,6 +87,7 @@ func NewCompact[PP any](dec *Decoder[PP], cached int) *Compact[PP] {
 	c.trim = newTrimmer(dec.plan, &dec.opts)
 	if dec.plan != nil {
 		if m := dec.plan.lookup(1); m != nil && m.typ == objectMetaType && m.plan != nil {
+			c.split.keyed = true
 			if l := m.plan.lookup(11); l != nil && l.typ == stringMapType {
 				c.labels = l
 			}

@@ -259,6 +259,9 @@ type splitter struct {
 	// at and cores are closeCores'.
 	at    []int
 	cores []spanCore
+	// keyed is set when field 1 of the objects cut is their
+	// metav1.ObjectMeta (see message).
+	keyed bool
 }
 
 // record returns the record of src, an encoding in JSON or protobuf. It
@@ -511,6 +514,18 @@ func (s *splitter) message(start, end, depth, ostart, oend int) {
 		switch {
 		case ve-vs < minRun:
 		case ove-ovs == ve-vs && string(b[vs:ve]) == string(ob[ovs:ove]) && s.reuse(vs, ve, ovs):
+		case depth == 0 && num == 1 && s.keyed:
+			// An object's metadata holds its name and namespace, its
+			// key, which no other object of a store has: it is never a
+			// shared run, and is looked into without a hash or a probe
+			// of the tables.
+			if spans {
+				s.closeSpan(span, i)
+			}
+			s.message(vs, ve, 1, ovs, ove)
+			if spans {
+				span = s.mark(ve)
+			}
 		case !spans:
 			s.lookInto(vs, ve, depth, ovs, ove, s.runs.hash(b[vs:ve]))
 		default:
