@@ -115,3 +115,62 @@ func pageMeta[T Object](ctx context.Context, lw ListerWatcher[T]) func() (metav1
 		return page.ListMeta, nil
 	}
 }
+
+// A list's metadata is read from its ListMeta field, whatever the list's
+// type, and from its methods when it has no such field.
+func TestListMetaOf(t *testing.T) {
+	remaining := int64(7)
+	full := metav1.ListMeta{ResourceVersion: "9", Continue: "c", RemainingItemCount: &remaining, ShardInfo: &metav1.ShardInfo{Selector: "s"}}
+	for _, tc := range []struct {
+		name string
+		list metav1.ListInterface
+		want metav1.ListMeta
+	}{
+		{"generated", &corev1.ConfigMapList{ListMeta: full}, full},
+		{"metadata", &metav1.PartialObjectMetadataList{ListMeta: full}, full},
+		{"a named field", &namedListMeta{ListMeta: full}, full},
+		{"empty", &corev1.PodList{}, metav1.ListMeta{}},
+		{"promoted from an unexported type", &promotedListMeta{inner: inner{ListMeta: full}}, full},
+		{"methods only", methodsList{}, metav1.ListMeta{ResourceVersion: "3", Continue: "k"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ListMetaOf(tc.list)); diff != "" {
+				t.Errorf("ListMetaOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// namedListMeta has its ListMeta as a named field, not embedded.
+type namedListMeta struct {
+	ListMeta metav1.ListMeta
+}
+
+func (l *namedListMeta) GetResourceVersion() string      { return l.ListMeta.ResourceVersion }
+func (l *namedListMeta) SetResourceVersion(string)       {}
+func (l *namedListMeta) GetSelfLink() string             { return "" }
+func (l *namedListMeta) SetSelfLink(string)              {}
+func (l *namedListMeta) GetContinue() string             { return l.ListMeta.Continue }
+func (l *namedListMeta) SetContinue(string)              {}
+func (l *namedListMeta) GetRemainingItemCount() *int64   { return l.ListMeta.RemainingItemCount }
+func (l *namedListMeta) SetRemainingItemCount(*int64)    {}
+func (l *namedListMeta) GetShardInfo() *metav1.ShardInfo { return l.ListMeta.ShardInfo }
+func (l *namedListMeta) SetShardInfo(*metav1.ShardInfo)  {}
+
+// promotedListMeta's ListMeta is promoted from an embedded unexported
+// type, as Go promotes it.
+type promotedListMeta struct{ inner }
+
+type inner struct{ metav1.ListMeta }
+
+// methodsList has no ListMeta, only the methods.
+type methodsList struct{}
+
+func (methodsList) GetResourceVersion() string    { return "3" }
+func (methodsList) SetResourceVersion(string)     {}
+func (methodsList) GetSelfLink() string           { return "" }
+func (methodsList) SetSelfLink(string)            {}
+func (methodsList) GetContinue() string           { return "k" }
+func (methodsList) SetContinue(string)            {}
+func (methodsList) GetRemainingItemCount() *int64 { return nil }
+func (methodsList) SetRemainingItemCount(*int64)  {}
