@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/watchlist"
+
+	"github.com/typedkube/informer/internal/objmeta"
 )
 
 // ListPage is one page of a LIST response: the listed objects and the list
@@ -46,31 +48,10 @@ func ListMetaOf(list metav1.ListInterface) metav1.ListMeta {
 		}
 		return lm
 	}
-	if lm, ok := listMetaField(list); ok {
+	if lm, ok := objmeta.List(list); ok {
 		return *lm
 	}
 	return metav1.ListMeta{ResourceVersion: list.GetResourceVersion(), Continue: list.GetContinue()}
-}
-
-// listMetaType is the type of the field listMetaField reads.
-var listMetaType = reflect.TypeFor[metav1.ListMeta]()
-
-// listMetaField returns the ListMeta field of list, a pointer to a struct
-// with a metav1.ListMeta field named ListMeta, promoted or not.
-func listMetaField(list any) (*metav1.ListMeta, bool) {
-	v := reflect.ValueOf(list)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return nil, false
-	}
-	f, ok := v.Elem().Type().FieldByName("ListMeta")
-	if !ok || f.Type != listMetaType {
-		return nil, false
-	}
-	fv, err := v.Elem().FieldByIndexErr(f.Index)
-	if err != nil || !fv.CanInterface() {
-		return nil, false
-	}
-	return fv.Addr().Interface().(*metav1.ListMeta), true
 }
 
 // ListerWatcher is the source a Reflector lists and watches.

@@ -7,9 +7,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/typedkube/informer"
+	"github.com/typedkube/informer/internal/objmeta"
 )
 
 // ErrWrongType reports an object handed to an adapter that is not of the
@@ -28,6 +30,11 @@ var ErrWrongType = fmt.Errorf("clientgo: object of the wrong type")
 // and Delete also take a cache.ExplicitKey, or a
 // cache.DeletedFinalStateUnknown without its object, for the key alone.
 // Index functions convert in both directions (GetIndexers, AddIndexers).
+// Index with a bare *metav1.ObjectMeta, as client-go's listers ask the
+// namespace index, runs the index function on a new T carrying its
+// namespace, name, labels and annotations: T (or the informer's object
+// type) must keep them in an ObjectMeta field, a projection's wire.Meta,
+// or be *unstructured.Unstructured, or Index fails with ErrWrongType.
 // LastStoreSyncResourceVersion returns, as client-go's store does, the
 // resource version of the last write: the object's for Add, Update and
 // Delete (none for a Delete by key alone), the given one for Replace and
@@ -274,7 +281,16 @@ func withMeta[T informer.Object](typ reflect.Type, m metav1.Object) (T, error) {
 	}
 	t.SetNamespace(m.GetNamespace())
 	t.SetName(m.GetName())
-	t.SetLabels(m.GetLabels())
-	t.SetAnnotations(m.GetAnnotations())
+	// The labels and annotations are written to the fields, not through
+	// T's setters: called through an interface, they would keep every API
+	// type's SetLabels and SetAnnotations in a program (see package objmeta).
+	if l, a, ok := objmeta.Labels(t); ok {
+		*l, *a = m.GetLabels(), m.GetAnnotations()
+	} else if u, ok := any(t).(*unstructured.Unstructured); ok {
+		u.SetLabels(m.GetLabels())
+		u.SetAnnotations(m.GetAnnotations())
+	} else {
+		return zero, fmt.Errorf("%w: %v has no ObjectMeta or wire.Meta field", ErrWrongType, typ)
+	}
 	return t, nil
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -157,5 +158,63 @@ func TestGenericListerOverProjection(t *testing.T) {
 	got, err := lister.ByNamespace("a").Get("web")
 	if p, ok := got.(*podNameOnly); err != nil || !ok || p.Name != "web" {
 		t.Errorf("Get(a/web) = %v, %v", got, err)
+	}
+}
+
+// Index with a bare ObjectMeta runs the index function on an object of the
+// cache's type carrying its namespace, name, labels and annotations: a
+// built-in type's, a projection's wire.Meta and an unstructured object's.
+func TestIndexWithBareMeta(t *testing.T) {
+	query := &metav1.ObjectMeta{Namespace: "a", Name: "q", Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"team": "x"}}
+	key := func(ns, name, app, team string) string { return ns + "/" + name + " " + app + " " + team }
+	indexers := func(get func(obj any) metav1.Object) cache.Indexers {
+		return cache.Indexers{"meta": func(obj any) ([]string, error) {
+			m := get(obj)
+			return []string{key(m.GetNamespace(), m.GetName(), m.GetLabels()["app"], m.GetAnnotations()["team"])}, nil
+		}}
+	}
+	want := key("a", "q", "web", "x")
+	stored := func(a cache.Indexer, obj any) {
+		t.Helper()
+		if err := a.AddIndexers(indexers(func(obj any) metav1.Object { return obj.(metav1.Object) })); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		a    func() cache.Indexer
+	}{
+		{"a built-in type", func() cache.Indexer {
+			a := Indexer(informer.NewIndexer(informer.MetaNamespaceKeyFunc[*corev1.Pod], informer.Indexers[*corev1.Pod]{}))
+			stored(a, &corev1.Pod{ObjectMeta: *query})
+			return a
+		}},
+		{"a projection", func() cache.Indexer {
+			a := Indexer(informer.NewIndexer(informer.MetaNamespaceKeyFunc[*podNameOnly], informer.Indexers[*podNameOnly]{}))
+			p := &podNameOnly{}
+			p.Namespace, p.Name, p.Labels, p.Annotations = query.Namespace, query.Name, query.Labels, query.Annotations
+			stored(a, p)
+			return a
+		}},
+		{"unstructured", func() cache.Indexer {
+			a := Indexer(informer.NewIndexer(informer.MetaNamespaceKeyFunc[*unstructured.Unstructured], informer.Indexers[*unstructured.Unstructured]{}))
+			u := &unstructured.Unstructured{}
+			u.SetNamespace(query.Namespace)
+			u.SetName(query.Name)
+			u.SetLabels(query.Labels)
+			u.SetAnnotations(query.Annotations)
+			stored(a, u)
+			return a
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.a().Index("meta", query)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("Index(meta, %s) = %d objects, %v; want 1", want, len(got), err)
+			}
+		})
 	}
 }

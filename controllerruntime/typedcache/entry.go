@@ -117,7 +117,7 @@ func (e *typedEntry[S, O]) storeKey(key client.ObjectKey) string {
 
 func (e *typedEntry[S, O]) holds(key client.ObjectKey, uid types.UID) bool {
 	obj, ok := e.inf.GetIndexer().GetByKey(e.storeKey(key))
-	return ok && obj.GetUID() == uid && obj.GetDeletionTimestamp() == nil
+	return ok && obj.GetUID() == uid && !deleting(obj)
 }
 
 // target returns out as an O, if it is of the Go type the entry serves.

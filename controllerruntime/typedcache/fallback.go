@@ -47,7 +47,7 @@ func fallbackMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	sel := s.selectionFor(k)
 	var pre func(client.Object)
 	if s.dropManagedFields() {
-		pre = dropManagedFields[client.Object]
+		pre = func(obj client.Object) { dropManagedFields(obj) }
 	}
 	ns := sel.namespace
 	if ns == "" && k.namespaced {

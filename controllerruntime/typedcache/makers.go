@@ -13,6 +13,7 @@ import (
 
 	"github.com/typedkube/informer"
 	"github.com/typedkube/informer/clientgo"
+	"github.com/typedkube/informer/internal/objmeta"
 	"github.com/typedkube/informer/wire"
 )
 
@@ -58,11 +59,45 @@ func transformFor[T informer.Object](f toolscache.TransformFunc, pre func(T)) in
 }
 
 // dropManagedFields is what Options.DropManagedFields does to an object
-// that was decoded with its managedFields.
-func dropManagedFields[T informer.Object](obj T) {
-	if obj.GetManagedFields() != nil {
+// that was decoded with its managedFields: it empties the field of the
+// object's ObjectMeta, or of an unstructured object's metadata. It does
+// not call SetManagedFields through an interface, which would keep that
+// method of every API type in a program's binary (see package objmeta):
+// an object of another type (a client.Object of one's own that keeps its
+// metadata in no ObjectMeta field) keeps its managedFields, unless the
+// cache was told its type (Options.Types, For: dropManagedFieldsOf).
+func dropManagedFields(obj any) {
+	if m, ok := objmeta.Object(obj); ok {
+		m.ManagedFields = nil
+	} else if u, ok := obj.(*unstructured.Unstructured); ok && u.GetManagedFields() != nil {
+		u.SetManagedFields(nil)
+	}
+}
+
+// dropManagedFieldsOf is dropManagedFields for the objects of T, a type
+// the cache was told (For): a call on T keeps T's methods alone.
+func dropManagedFieldsOf[T client.Object](obj T) {
+	if m, ok := objmeta.Object(obj); ok {
+		m.ManagedFields = nil
+	} else if obj.GetManagedFields() != nil {
 		obj.SetManagedFields(nil)
 	}
+}
+
+// deleting reports whether obj is being deleted: whether its ObjectMeta,
+// or an unstructured object's metadata, has a deletion timestamp. Like
+// dropManagedFields, it reads no method through an interface: an object
+// of another type reads as being deleted, so that a read waiting for it
+// to go (Cache.waitGone) does not wait on it, as controller-runtime's
+// cache never waits.
+func deleting(obj any) bool {
+	if m, ok := objmeta.Object(obj); ok {
+		return m.DeletionTimestamp != nil
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.GetDeletionTimestamp() != nil
+	}
+	return true
 }
 
 // removeFrom returns the stop function of an informer of f named name.
@@ -81,7 +116,7 @@ func removeFrom(f *informer.Factory, name string) func(context.Context) error {
 func typedMaker[T client.Object](ctx context.Context, s *scope, k kind) (entry, error) {
 	var pre func(T)
 	if s.dropManagedFields() && !wireDecodes(s, reflect.TypeFor[T]()) {
-		pre = dropManagedFields[T]
+		pre = dropManagedFieldsOf[T]
 	}
 	inf, err := informer.ForContext(ctx, s.factory, forOptions(s, k, pre))
 	if err != nil {
@@ -107,7 +142,7 @@ func wireDecodes(s *scope, typ reflect.Type) bool {
 func unstructuredMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	var pre func(client.Object)
 	if s.dropManagedFields() {
-		pre = dropManagedFields[client.Object]
+		pre = func(obj client.Object) { dropManagedFields(obj) }
 	}
 	o := erasedOptions(s, k, pre, reflect.TypeFor[*unstructured.Unstructured]())
 	inf, err := informer.ForUnstructuredAs(s.factory, k.gvr, o)

@@ -94,8 +94,8 @@ func clientGoTransform(s *scope, k kind) toolscache.TransformFunc {
 		if m, ok := obj.(*metav1.PartialObjectMetadata); ok && metadataKind {
 			m.SetGroupVersionKind(gvk)
 		}
-		if o, ok := obj.(metav1.Object); ok && drop && o.GetManagedFields() != nil {
-			o.SetManagedFields(nil)
+		if drop {
+			dropManagedFields(obj)
 		}
 		if user == nil {
 			return obj, nil
@@ -336,7 +336,7 @@ func (e *clientGoEntry) holds(key client.ObjectKey, uid types.UID) bool {
 		return false
 	}
 	m, err := apimeta.Accessor(item)
-	return err == nil && m.GetUID() == uid && m.GetDeletionTimestamp() == nil
+	return err == nil && m.GetUID() == uid && !deleting(item)
 }
 
 func (e *clientGoEntry) applied() (string, bool) {

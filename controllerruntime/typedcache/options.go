@@ -33,8 +33,11 @@ type Options struct {
 	// does, but while decoding: a typed informer never builds them, and
 	// keeps reusing unchanged objects on a relist, which a transform
 	// prevents. Informers of Unstructured and PartialObjectMetadata, and
-	// typed ones decoded by client-go, drop them after decoding. Default
-	// false: kept, as the server sends them.
+	// typed ones decoded by client-go, drop them after decoding, from the
+	// object's ObjectMeta field (or an unstructured object's map): a
+	// client.Object of one's own that keeps its metadata elsewhere keeps
+	// them unless its type is given with For. Default false: kept, as the
+	// server sends them.
 	DropManagedFields bool
 	// Informer holds the options every informer of the cache gets (queue
 	// mode, the Reflector's options such as WatchList, metrics, and
