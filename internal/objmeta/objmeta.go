@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,13 +22,13 @@ import (
 // type, PartialObjectMetadata, kubebuilder's types) or not; false for
 // anything else (an *unstructured.Unstructured among them).
 func Object(obj any) (*metav1.ObjectMeta, bool) {
-	return field[metav1.ObjectMeta](obj, "ObjectMeta")
+	return field[metav1.ObjectMeta](obj, "ObjectMeta", &objectMetas)
 }
 
 // List returns the ListMeta of list, a pointer to a struct with a
 // metav1.ListMeta field named ListMeta, as Object does.
 func List(list any) (*metav1.ListMeta, bool) {
-	return field[metav1.ListMeta](list, "ListMeta")
+	return field[metav1.ListMeta](list, "ListMeta", &listMetas)
 }
 
 // wirePackage and wireMetaName are the package and the start of the name
@@ -62,49 +63,55 @@ func Labels(obj any) (labels, annotations *map[string]string, ok bool) {
 	return labels, annotations, lok && aok
 }
 
-// fieldKey names a field of a struct type.
-type fieldKey struct {
-	t    reflect.Type
-	name string
+// fieldAt is where a struct type has the field a cache below is of.
+type fieldAt struct {
+	off uintptr
+	ok  bool // false: no such field, or one behind a pointer
 }
 
-// indexes holds, by fieldKey, the field's index sequence (see
-// reflect.Value.FieldByIndex), or nil if the struct has no such field of
-// the type wanted.
-var indexes sync.Map
+// objectMetas and listMetas hold, by pointer type, where its struct has
+// its ObjectMeta and its ListMeta.
+var objectMetas, listMetas sync.Map
 
 // field returns the field named name, of type M, of the struct x points
-// to.
-func field[M any](x any, name string) (*M, bool) {
+// to; at caches where that field is, by x's type.
+func field[M any](x any, name string, at *sync.Map) (*M, bool) {
 	v := reflect.ValueOf(x)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return nil, false
 	}
-	index := indexOf(v.Type().Elem(), name, reflect.TypeFor[M]())
-	if index == nil {
-		return nil, false
+	f, ok := at.Load(v.Type())
+	if !ok {
+		f = offsetOf(v.Type().Elem(), name, reflect.TypeFor[M]())
+		at.Store(v.Type(), f)
 	}
-	f, err := v.Elem().FieldByIndexErr(index)
-	if err != nil || !f.CanInterface() { // through a nil pointer, or unexported
-		return nil, false
+	if f := f.(fieldAt); f.ok {
+		return (*M)(unsafe.Add(v.UnsafePointer(), f.off)), true
 	}
-	m, ok := f.Addr().Interface().(*M)
-	return m, ok
+	return nil, false
 }
 
-// indexOf returns the index sequence of t's field name, of type want; nil
-// if t is not a struct or has none.
-func indexOf(t reflect.Type, name string, want reflect.Type) []int {
-	k := fieldKey{t, name}
-	if index, ok := indexes.Load(k); ok {
-		return index.([]int)
+// offsetOf returns where t has its field name, of type want, as Go
+// promotes it: a field of t, or of a struct t embeds, not behind a
+// pointer.
+func offsetOf(t reflect.Type, name string, want reflect.Type) fieldAt {
+	if t.Kind() != reflect.Struct {
+		return fieldAt{}
 	}
-	var index []int
-	if t.Kind() == reflect.Struct {
-		if f, ok := t.FieldByName(name); ok && f.Type == want {
-			index = f.Index
+	sf, ok := t.FieldByName(name)
+	if !ok || sf.Type != want || !sf.IsExported() {
+		return fieldAt{}
+	}
+	var off uintptr
+	for i, x := range sf.Index {
+		f := t.Field(x)
+		off += f.Offset
+		if i < len(sf.Index)-1 {
+			if f.Type.Kind() != reflect.Struct {
+				return fieldAt{} // behind a pointer
+			}
+			t = f.Type
 		}
 	}
-	indexes.Store(k, index)
-	return index
+	return fieldAt{off: off, ok: true}
 }
