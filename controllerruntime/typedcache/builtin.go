@@ -104,7 +104,7 @@ func erasedMaker(typ reflect.Type, deep func(src, dst client.Object)) entryMaker
 	return func(ctx context.Context, s *scope, k kind) (entry, error) {
 		var pre func(client.Object)
 		if s.dropManagedFields() && !wireDecodes(s, typ) {
-			pre = func(obj client.Object) { dropManagedFields(obj) }
+			pre = dropManagedFields[client.Object]
 		}
 		inf, err := informer.ForType(ctx, s.factory, typ, erasedOptions(s, k, pre, typ))
 		if err != nil {

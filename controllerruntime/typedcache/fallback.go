@@ -47,7 +47,7 @@ func fallbackMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	sel := s.selectionFor(k)
 	var pre func(client.Object)
 	if s.dropManagedFields() {
-		pre = func(obj client.Object) { dropManagedFields(obj) }
+		pre = dropManagedFields[client.Object]
 	}
 	ns := sel.namespace
 	if ns == "" && k.namespaced {

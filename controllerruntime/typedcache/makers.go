@@ -66,20 +66,20 @@ func transformFor[T informer.Object](f toolscache.TransformFunc, pre func(T)) in
 // an object of another type (a client.Object of one's own that keeps its
 // metadata in no ObjectMeta field) keeps its managedFields, unless the
 // cache was told its type (Options.Types, For: dropManagedFieldsOf).
-func dropManagedFields(obj any) {
+// It calls no method of T, so that T may be an interface (client.Object).
+func dropManagedFields[T any](obj T) {
 	if m, ok := objmeta.Object(obj); ok {
 		m.ManagedFields = nil
-	} else if u, ok := obj.(*unstructured.Unstructured); ok && u.GetManagedFields() != nil {
+	} else if u, ok := any(obj).(*unstructured.Unstructured); ok && u.GetManagedFields() != nil {
 		u.SetManagedFields(nil)
 	}
 }
 
 // dropManagedFieldsOf is dropManagedFields for the objects of T, a type
-// the cache was told (For): a call on T keeps T's methods alone.
+// the cache was told (For): T's own methods, which a call on a concrete T
+// keeps alone.
 func dropManagedFieldsOf[T client.Object](obj T) {
-	if m, ok := objmeta.Object(obj); ok {
-		m.ManagedFields = nil
-	} else if obj.GetManagedFields() != nil {
+	if obj.GetManagedFields() != nil {
 		obj.SetManagedFields(nil)
 	}
 }
@@ -142,7 +142,7 @@ func wireDecodes(s *scope, typ reflect.Type) bool {
 func unstructuredMaker(_ context.Context, s *scope, k kind) (entry, error) {
 	var pre func(client.Object)
 	if s.dropManagedFields() {
-		pre = func(obj client.Object) { dropManagedFields(obj) }
+		pre = dropManagedFields[client.Object]
 	}
 	o := erasedOptions(s, k, pre, reflect.TypeFor[*unstructured.Unstructured]())
 	inf, err := informer.ForUnstructuredAs(s.factory, k.gvr, o)
