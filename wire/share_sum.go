@@ -184,8 +184,18 @@ func (t *msgTable) block(p unsafe.Pointer, n uintptr, h uint64) uint64 {
 // quantityMap (strings to strings, or to Quantities), in no order: the sum
 // of each entry's hash, and their count. An entry's strings count by where
 // their bytes are, as a struct's do. The map table checks its maps of
-// those kinds with it too (see mapSnapshot).
+// those kinds with it too (see mapSnapshot). A small map is hashed from
+// its memory instead (see smallMapSum), which is cheaper than ranging over
+// it.
 func mapSum(kind mapKind, p unsafe.Pointer) uint64 {
+	if sum, ok := smallMapSum(kind, p); ok {
+		return sum
+	}
+	return rangeMapSum(kind, p)
+}
+
+// rangeMapSum is mapSum of any map of kind, by ranging over its entries.
+func rangeMapSum(kind mapKind, p unsafe.Pointer) uint64 {
 	if kind == stringMap {
 		m := *(*map[string]string)(p)
 		s := uint64(len(m))
