@@ -20,10 +20,12 @@ import (
 // is ranged over.
 //
 // That memory is the runtime's own and may be laid out otherwise by
-// another Go release: smallMaps checks, once, that maps of both kinds of
-// up to eight entries are laid out as read here (the entries read from the
-// slots are the map's, and their sum is the ranged one), and mapSum ranges
-// over every map otherwise.
+// another Go release or platform (a 32-bit one has smaller slots, a
+// big-endian one numbers the control bytes from the other end): smallMaps
+// checks, once, that maps of both kinds of up to eight entries are laid
+// out as read here (the entries read from the slots are the map's, and
+// their sum is the ranged one), and mapSum ranges over every map
+// otherwise.
 
 // mapHeader is the start of the runtime's map header (internal/runtime/maps.Map).
 type mapHeader struct {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"unsafe"
@@ -10,12 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// The runtime of this toolchain lays maps out as smallMapSum reads them:
-// were it not, every map would be hashed by ranging over it, correct but
-// slower, and nothing else would show it.
+// smallMapsExpected reports whether this platform's maps are expected to
+// be read from their memory: on a 64-bit little-endian one, where this Go
+// release lays them out as share_smallmap.go reads them.
+func smallMapsExpected() bool {
+	return unsafe.Sizeof(uintptr(0)) == 8 && binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+}
+
+// The runtime of this toolchain lays maps out as smallMapSum reads them on
+// a 64-bit little-endian platform: were it not, every map would be hashed
+// by ranging over it, correct but slower, and nothing else would show it.
+// Elsewhere the check finds otherwise, and every map is ranged over.
 func TestSmallMapsLaidOut(t *testing.T) {
-	if !smallMaps {
-		t.Fatal("the runtime's maps are not laid out as share_smallmap.go reads them: small maps are hashed by ranging over them")
+	if want := smallMapsExpected(); smallMaps != want {
+		t.Fatalf("maps read from their memory: %v, want %v: the runtime's maps are not laid out as share_smallmap.go reads them", smallMaps, want)
 	}
 }
 
@@ -66,14 +75,13 @@ func TestSmallMapSumWrites(t *testing.T) {
 					q[fmt.Sprint("k", i)] = resource.MustParse(fmt.Sprint(i+1, "00m"))
 				}
 				mp, qp := unsafe.Pointer(&m), unsafe.Pointer(&q)
-				mBefore, ok := smallMapSum(stringMap, mp)
-				if !ok {
-					t.Fatal("a string map of up to eight entries is not hashed from its memory")
+				if _, ok := smallMapSum(stringMap, mp); ok != smallMaps {
+					t.Fatalf("a string map of up to eight entries hashed from its memory: %v, want %v", ok, smallMaps)
 				}
-				qBefore, ok := smallMapSum(quantityMap, qp)
-				if !ok {
-					t.Fatal("a ResourceList of up to eight entries is not hashed from its memory")
+				if _, ok := smallMapSum(quantityMap, qp); ok != smallMaps {
+					t.Fatalf("a ResourceList of up to eight entries hashed from its memory: %v, want %v", ok, smallMaps)
 				}
+				mBefore, qBefore := mapSum(stringMap, mp), mapSum(quantityMap, qp)
 				for k := range m { // reads change nothing
 					_ = m[k]
 					_ = q[k]
@@ -122,7 +130,8 @@ func TestSmallMapSumRefusesOthers(t *testing.T) {
 }
 
 // The maps the decoder makes of a realistic Pod, and shares, are small
-// ones: the check each hand-out makes reads their memory.
+// ones: where maps are read from their memory, the check each hand-out
+// makes reads theirs.
 func TestDecodedMapsAreSmall(t *testing.T) {
 	d := newPodDecoder(t, Options{})
 	p, err := d.Protobuf(marshalPod(t, testobj.RealisticPod("ns", 1, 2)))
@@ -141,8 +150,8 @@ func TestDecodedMapsAreSmall(t *testing.T) {
 			if *(*unsafe.Pointer)(mp) == nil {
 				continue
 			}
-			if _, ok := smallMapSum(kind, mp); !ok {
-				t.Errorf("the Pod's %s is not hashed from its memory", name)
+			if _, ok := smallMapSum(kind, mp); ok != smallMaps {
+				t.Errorf("the Pod's %s hashed from its memory: %v, want %v", name, ok, smallMaps)
 			}
 		}
 	}
