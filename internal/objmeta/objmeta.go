@@ -41,26 +41,58 @@ const (
 
 // Labels returns the labels and annotations fields of obj: those of its
 // ObjectMeta (see Object), or of the wire.Meta a projection of package
-// wire embeds (a field named Meta); false for anything else.
+// wire embeds (a field named Meta, not behind a pointer); false for
+// anything else.
 func Labels(obj any) (labels, annotations *map[string]string, ok bool) {
 	if m, ok := Object(obj); ok {
 		return &m.Labels, &m.Annotations, true
 	}
 	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return nil, nil, false
 	}
-	f, ok := v.Elem().Type().FieldByName("Meta")
-	if !ok || f.Type.Kind() != reflect.Struct || f.Type.PkgPath() != wirePackage || !strings.HasPrefix(f.Type.Name(), wireMetaName) {
+	at, ok := wireMetas.Load(v.Type())
+	if !ok {
+		at = wireMetaMaps(v.Type().Elem())
+		wireMetas.Store(v.Type(), at)
+	}
+	m := at.(mapsAt)
+	if !m.ok {
 		return nil, nil, false
 	}
-	meta, err := v.Elem().FieldByIndexErr(f.Index)
-	if err != nil || !meta.CanInterface() {
-		return nil, nil, false
+	p := v.UnsafePointer()
+	return (*map[string]string)(unsafe.Add(p, m.labels)), (*map[string]string)(unsafe.Add(p, m.annotations)), true
+}
+
+// mapsAt is where a struct type has the labels and annotations of the
+// wire.Meta it embeds.
+type mapsAt struct {
+	labels, annotations uintptr
+	ok                  bool // false: no wire.Meta, or one behind a pointer
+}
+
+// wireMetas holds, by pointer type, where its struct has the labels and
+// annotations of its wire.Meta.
+var wireMetas sync.Map
+
+// wireMetaMaps returns where t has the labels and annotations of its
+// field Meta, a wire.Meta.
+func wireMetaMaps(t reflect.Type) mapsAt {
+	isMeta := func(f reflect.Type) bool {
+		return f.Kind() == reflect.Struct && f.PkgPath() == wirePackage && strings.HasPrefix(f.Name(), wireMetaName)
 	}
-	labels, lok := meta.FieldByName("Labels").Addr().Interface().(*map[string]string)
-	annotations, aok := meta.FieldByName("Annotations").Addr().Interface().(*map[string]string)
-	return labels, annotations, lok && aok
+	meta := offsetOf(t, "Meta", isMeta)
+	if !meta.ok {
+		return mapsAt{}
+	}
+	sf, _ := t.FieldByName("Meta")
+	stringMap := reflect.TypeFor[map[string]string]()
+	labels := offsetOf(sf.Type, "Labels", func(f reflect.Type) bool { return f == stringMap })
+	annotations := offsetOf(sf.Type, "Annotations", func(f reflect.Type) bool { return f == stringMap })
+	if !labels.ok || !annotations.ok {
+		return mapsAt{}
+	}
+	return mapsAt{labels: meta.off + labels.off, annotations: meta.off + annotations.off, ok: true}
 }
 
 // fieldAt is where a struct type has the field a cache below is of.
@@ -82,7 +114,8 @@ func field[M any](x any, name string, at *sync.Map) (*M, bool) {
 	}
 	f, ok := at.Load(v.Type())
 	if !ok {
-		f = offsetOf(v.Type().Elem(), name, reflect.TypeFor[M]())
+		want := reflect.TypeFor[M]()
+		f = offsetOf(v.Type().Elem(), name, func(t reflect.Type) bool { return t == want })
 		at.Store(v.Type(), f)
 	}
 	if f := f.(fieldAt); f.ok {
@@ -91,15 +124,15 @@ func field[M any](x any, name string, at *sync.Map) (*M, bool) {
 	return nil, false
 }
 
-// offsetOf returns where t has its field name, of type want, as Go
-// promotes it: a field of t, or of a struct t embeds, not behind a
+// offsetOf returns where t has its field name, of a type is accepts, as
+// Go promotes it: a field of t, or of a struct t embeds, not behind a
 // pointer.
-func offsetOf(t reflect.Type, name string, want reflect.Type) fieldAt {
+func offsetOf(t reflect.Type, name string, is func(reflect.Type) bool) fieldAt {
 	if t.Kind() != reflect.Struct {
 		return fieldAt{}
 	}
 	sf, ok := t.FieldByName(name)
-	if !ok || sf.Type != want || !sf.IsExported() {
+	if !ok || !is(sf.Type) || !sf.IsExported() {
 		return fieldAt{}
 	}
 	var off uintptr

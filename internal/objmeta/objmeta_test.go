@@ -87,6 +87,16 @@ type projection struct {
 	wire.Meta[projection]
 }
 
+// innerProjection and promotedProjection have a wire.Meta promoted from an
+// unexported struct; pointerProjection has one behind a pointer.
+type (
+	innerProjection    struct{ wire.Meta[innerProjection] }
+	promotedProjection struct{ innerProjection }
+	pointerProjection  struct {
+		*wire.Meta[pointerProjection]
+	}
+)
+
 // notWireMeta has a field named Meta that is not package wire's.
 type notWireMeta struct {
 	Meta struct{ Labels, Annotations map[string]string }
@@ -97,6 +107,7 @@ type notWireMeta struct {
 func TestLabels(t *testing.T) {
 	pod := &corev1.Pod{}
 	proj := &projection{}
+	promoted := &promotedProjection{}
 	for _, tc := range []struct {
 		name       string
 		obj        any
@@ -105,13 +116,19 @@ func TestLabels(t *testing.T) {
 	}{
 		{"a built-in type", pod, &pod.Labels, &pod.Annotations},
 		{"a projection", proj, &proj.Labels, &proj.Annotations},
+		{"promoted from an unexported type", promoted, &promoted.Labels, &promoted.Annotations},
+		{"behind a pointer", &pointerProjection{&wire.Meta[pointerProjection]{}}, nil, nil},
+		{"a nil pointer", (*projection)(nil), nil, nil},
+		{"not a struct", new(int), nil, nil},
 		{"a field named Meta of another type", &notWireMeta{}, nil, nil},
 		{"unstructured", &unstructured.Unstructured{}, nil, nil},
 		{"nil", nil, nil, nil},
 	} {
-		l, a, ok := Labels(tc.obj)
-		if ok != (tc.labels != nil) || l != tc.labels || a != tc.annotation {
-			t.Errorf("%s: Labels = %p, %p, %v; want %p, %p", tc.name, l, a, ok, tc.labels, tc.annotation)
+		for range 2 { // found, then found in the cache
+			l, a, ok := Labels(tc.obj)
+			if ok != (tc.labels != nil) || l != tc.labels || a != tc.annotation {
+				t.Errorf("%s: Labels = %p, %p, %v; want %p, %p", tc.name, l, a, ok, tc.labels, tc.annotation)
+			}
 		}
 	}
 }
