@@ -83,22 +83,32 @@ func groupSum(kind mapKind, hdr *mapHeader) (uint64, bool) {
 	if hdr.dirLen != 0 || hdr.dirPtr == nil {
 		return 0, false
 	}
-	g := hdr.dirPtr
 	size := slotSize(kind)
 	s := hdr.used
 	for i := range uintptr(groupSlots) {
-		if *(*uint8)(unsafe.Add(g, i))&ctrlEmpty != 0 {
+		slot, full := fullSlot(hdr.dirPtr, i, size)
+		if !full {
 			continue
 		}
-		slot := unsafe.Add(g, groupSlots+i*size)
-		k := *(*string)(slot)
+		// Each entry as rangeMapSum hashes it, written out again: a
+		// function of both, too large to inline, cost a call an entry
+		// (19 -> 23 ns for a Pod's labels). checkSmallMaps holds the two
+		// equal, and every map is ranged over if they are not.
 		if kind == stringMap {
-			s += finishSum(mixSum(stringSum(k, 1), stringSum((*stringSlot)(slot).v, 2)))
+			e := (*stringSlot)(slot)
+			s += finishSum(mixSum(stringSum(e.k, 1), stringSum(e.v, 2)))
 		} else {
-			s += finishSum(quantitySum(&(*quantitySlot)(slot).v, stringSum(k, 3)))
+			e := (*quantitySlot)(slot)
+			s += finishSum(quantitySum(&e.v, stringSum(e.k, 3)))
 		}
 	}
 	return s, true
+}
+
+// fullSlot returns slot i, of size bytes, of the group at g, and whether
+// it holds an entry.
+func fullSlot(g unsafe.Pointer, i, size uintptr) (unsafe.Pointer, bool) {
+	return unsafe.Add(g, groupSlots+i*size), *(*uint8)(unsafe.Add(g, i))&ctrlEmpty == 0
 }
 
 // checkSmallMaps reports whether maps of both kinds of up to eight
@@ -159,10 +169,10 @@ func holdsEntries(kind mapKind, p unsafe.Pointer, n int, entry func(slot unsafe.
 	}
 	seen := make(map[string]bool, n)
 	for i := range uintptr(groupSlots) {
-		if *(*uint8)(unsafe.Add(hdr.dirPtr, i))&ctrlEmpty != 0 {
+		slot, full := fullSlot(hdr.dirPtr, i, slotSize(kind))
+		if !full {
 			continue
 		}
-		slot := unsafe.Add(hdr.dirPtr, groupSlots+i*slotSize(kind))
 		k := *(*string)(slot)
 		if !entry(slot) || seen[k] {
 			return false
