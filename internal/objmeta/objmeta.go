@@ -81,14 +81,14 @@ func wireMetaMaps(t reflect.Type) mapsAt {
 	isMeta := func(f reflect.Type) bool {
 		return f.Kind() == reflect.Struct && f.PkgPath() == wirePackage && strings.HasPrefix(f.Name(), wireMetaName)
 	}
-	meta := offsetOf(t, "Meta", isMeta)
+	meta, metaType := offsetOf(t, "Meta", isMeta)
 	if !meta.ok {
 		return mapsAt{}
 	}
-	sf, _ := t.FieldByName("Meta")
 	stringMap := reflect.TypeFor[map[string]string]()
-	labels := offsetOf(sf.Type, "Labels", func(f reflect.Type) bool { return f == stringMap })
-	annotations := offsetOf(sf.Type, "Annotations", func(f reflect.Type) bool { return f == stringMap })
+	isStringMap := func(f reflect.Type) bool { return f == stringMap }
+	labels, _ := offsetOf(metaType, "Labels", isStringMap)
+	annotations, _ := offsetOf(metaType, "Annotations", isStringMap)
 	if !labels.ok || !annotations.ok {
 		return mapsAt{}
 	}
@@ -115,7 +115,7 @@ func field[M any](x any, name string, at *sync.Map) (*M, bool) {
 	f, ok := at.Load(v.Type())
 	if !ok {
 		want := reflect.TypeFor[M]()
-		f = offsetOf(v.Type().Elem(), name, func(t reflect.Type) bool { return t == want })
+		f, _ = offsetOf(v.Type().Elem(), name, func(t reflect.Type) bool { return t == want })
 		at.Store(v.Type(), f)
 	}
 	if f := f.(fieldAt); f.ok {
@@ -124,16 +124,16 @@ func field[M any](x any, name string, at *sync.Map) (*M, bool) {
 	return nil, false
 }
 
-// offsetOf returns where t has its field name, of a type is accepts, as
+// offsetOf returns where t has its field name, of a type that is accepts, as
 // Go promotes it: a field of t, or of a struct t embeds, not behind a
-// pointer.
-func offsetOf(t reflect.Type, name string, is func(reflect.Type) bool) fieldAt {
+// pointer; and the field's type.
+func offsetOf(t reflect.Type, name string, is func(reflect.Type) bool) (fieldAt, reflect.Type) {
 	if t.Kind() != reflect.Struct {
-		return fieldAt{}
+		return fieldAt{}, nil
 	}
 	sf, ok := t.FieldByName(name)
 	if !ok || !is(sf.Type) || !sf.IsExported() {
-		return fieldAt{}
+		return fieldAt{}, nil
 	}
 	var off uintptr
 	for i, x := range sf.Index {
@@ -141,10 +141,10 @@ func offsetOf(t reflect.Type, name string, is func(reflect.Type) bool) fieldAt {
 		off += f.Offset
 		if i < len(sf.Index)-1 {
 			if f.Type.Kind() != reflect.Struct {
-				return fieldAt{} // behind a pointer
+				return fieldAt{}, nil // behind a pointer
 			}
 			t = f.Type
 		}
 	}
-	return fieldAt{off: off, ok: true}
+	return fieldAt{off: off, ok: true}, sf.Type
 }
