@@ -1,10 +1,13 @@
 package informer
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"maps"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -118,8 +121,31 @@ func BenchmarkListerSelector(b *testing.B) {
 	}
 	benchLabelIndexBuild(b, "op=index", pods)
 	benchLabelIndexBuild(b, "op=index-unique", benchUniqueLabelPods())
+	benchLabelIndexBuild(b, "op=index-shared", benchSharedLabelPods())
 	benchLabelIndexWrites(b, pods)
 }
+
+// benchSharedLabelPods are benchPods whose equal labels are one map, as
+// the wire decoder gives them (it shares a map among objects whose labels
+// are the same bytes), in an informer's list order: by namespace and name.
+var benchSharedLabelPods = sync.OnceValue(func() []*corev1.Pod {
+	shared := map[string]map[string]string{}
+	out := make([]*corev1.Pod, len(benchPods()))
+	for i, p := range benchPods() {
+		q := *p
+		k := fmt.Sprint(q.Labels) // sorted by key
+		if m, ok := shared[k]; ok {
+			q.Labels = m
+		} else {
+			shared[k] = q.Labels
+		}
+		out[i] = &q
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out
+})
 
 // benchUniqueLabelPods are benchSelectorPods with one label only, whose
 // value is the Pod's name, as StatefulSet Pods have: every value is an

@@ -24,6 +24,10 @@ type opReader struct {
 	data []byte
 	pos  int
 	rv   int
+	// maps are labels maps that fuzzLabelPod gives more than one Pod, as
+	// the wire decoder shares one among objects with equal labels; they
+	// are never modified after they are made.
+	maps []map[string]string
 }
 
 func (r *opReader) more() bool { return r.pos < len(r.data) }

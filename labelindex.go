@@ -39,7 +39,28 @@ type labelIndex struct {
 	recs     [][]refRecord
 	slabs    [][]labelRef // the refs of objects with more than refInline labels
 	slabUsed int          // refs of the last slab handed out
+	// memo remembers, for a few labels maps, the values they were posted
+	// to (see postMemo); nil until a map is posted whole.
+	memo *[memoSize]labelMemo
 }
+
+// labelMemo is the values that the labels map m was last posted to, in
+// full, for an id that had no labels. Decoded objects with equal labels
+// share one map (the wire decoder's, or a shallow copy's), so the next
+// such object is posted to the same values without the map being read.
+// Holding m keeps its address from naming another map.
+type labelMemo struct {
+	m    map[string]string
+	vals []*labelVal
+}
+
+// memoSize is how many maps the memo remembers, by their address: more
+// than a namespace's workloads usually interleave in a list (sorted by
+// name, the Pods of one ReplicaSet come one after another).
+const (
+	memoBits = 8
+	memoSize = 1 << memoBits
+)
 
 // refRecord holds the refs of one id: the first n of inline or, if cap is
 // not zero, of a span of cap refs in the slabs, slabs[inline[0].vid]
@@ -301,9 +322,13 @@ func (li *labelIndex) set(id uint32, m map[string]string) {
 		rec = li.record(id)
 	}
 	refs := li.refs(rec)
+	if len(refs) == 0 && li.postMemo(id, rec, m) {
+		return
+	}
 	if li.sameLabels(refs, m) {
 		return
 	}
+	fresh := len(refs) == 0 // every label is posted below
 	for i := 0; i < len(refs); {
 		r := refs[i]
 		if li.hasLabel(m, li.val(r)) {
@@ -326,6 +351,59 @@ func (li *labelIndex) set(id uint32, m map[string]string) {
 		}
 	}
 	rec.n = uint32(len(refs))
+	if fresh {
+		li.remember(m, refs)
+	}
+}
+
+// memoAt returns the memo entry of the map m.
+func (li *labelIndex) memoAt(m map[string]string) *labelMemo {
+	if li.memo == nil {
+		li.memo = new([memoSize]labelMemo)
+	}
+	p := uint64(uintptr(*(*unsafe.Pointer)(unsafe.Pointer(&m))))
+	return &li.memo[p*0x9e3779b97f4a7c15>>(64-memoBits)]
+}
+
+// postMemo posts id, whose record rec holds no refs, to the values the
+// non-empty map m was last posted to, if the memo has them all still in
+// the index, and reports whether it did. The map is not read: the memo
+// relies on what sameMap does, that a cached object's maps are never
+// modified in place.
+func (li *labelIndex) postMemo(id uint32, rec *refRecord, m map[string]string) bool {
+	if li.memo == nil || len(m) == 0 || rec.n != 0 {
+		return false
+	}
+	e := li.memoAt(m)
+	if !samePointer(e.m, m) || len(e.vals) != len(m) {
+		return false
+	}
+	for _, val := range e.vals {
+		if li.vals[val.vid] != val { // emptied since, and let go
+			return false
+		}
+	}
+	refs := li.refs(rec)
+	if len(m) > cap(refs) {
+		refs = li.grow(rec, refs, len(m))
+	}
+	for _, val := range e.vals {
+		refs = append(refs, li.postVal(id, val))
+	}
+	rec.n = uint32(len(refs))
+	return true
+}
+
+// remember keeps refs, the refs of every label of m, as m's memo entry.
+func (li *labelIndex) remember(m map[string]string, refs []labelRef) {
+	if len(m) == 0 || len(refs) != len(m) {
+		return
+	}
+	e := li.memoAt(m)
+	e.m, e.vals = m, e.vals[:0]
+	for _, r := range refs {
+		e.vals = append(e.vals, li.val(r))
+	}
 }
 
 // remove drops every label of id.
@@ -390,9 +468,15 @@ func (li *labelIndex) post(id uint32, k, v string) labelRef {
 		}
 		key.vals[val.value()] = val
 	}
+	return li.postVal(id, val)
+}
+
+// postVal adds id to the posting of val, and so to its key's count, and
+// returns its ref.
+func (li *labelIndex) postVal(id uint32, val *labelVal) labelRef {
 	r := labelRef{vid: val.vid, vpos: val.n}
 	val.push(id)
-	key.n++
+	val.key.n++
 	return r
 }
 

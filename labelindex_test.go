@@ -526,17 +526,26 @@ var (
 	fuzzLabelValues = []string{"", "a", "b", "1", "10", "02"}
 )
 
-// fuzzLabelPod decodes a Pod of a small universe of keys with up to four
-// labels of a small universe.
+// fuzzLabelPod decodes a Pod of a small universe of keys with any subset
+// of them as labels, of values of a small universe; one Pod in four has the
+// very labels map of an earlier Pod (see opReader.maps).
 func fuzzLabelPod(r *opReader) *corev1.Pod {
 	r.rv++
 	p := testobj.Pod([]string{"", "ns-a", "ns-b"}[r.intn(3)], "p"+strconv.Itoa(r.intn(6)), strconv.Itoa(r.rv))
+	share := r.intn(4)
+	if share == 0 && len(r.maps) > 0 {
+		p.Labels = r.maps[r.intn(len(r.maps))]
+		return p
+	}
 	if mask := r.intn(1 << len(fuzzLabelKeys)); mask != 0 {
 		p.Labels = map[string]string{}
 		for i, k := range fuzzLabelKeys {
 			if mask&(1<<i) != 0 {
 				p.Labels[k] = fuzzLabelValues[r.intn(len(fuzzLabelValues))]
 			}
+		}
+		if share == 1 && len(r.maps) < 8 {
+			r.maps = append(r.maps, p.Labels)
 		}
 	}
 	return p
@@ -911,4 +920,91 @@ func TestLabelValSize(t *testing.T) {
 	if n := unsafe.Sizeof(labelVal{}); n != 64 {
 		t.Fatalf("labelVal is %d bytes, want 64", n)
 	}
+}
+
+// checkRawLabels checks that li indexes each id of want with its labels,
+// and no other id.
+func checkRawLabels(t *testing.T, step string, li *labelIndex, want map[uint32]map[string]string) {
+	t.Helper()
+	total := 0
+	for id, labels := range want {
+		got := map[string]string{}
+		for _, r := range li.refsOf(id) {
+			val := li.val(r)
+			if val == nil || r.vpos >= val.n || val.at(r.vpos) != id {
+				t.Fatalf("%s: id %d: a ref points at another posting", step, id)
+			}
+			got[val.key.name] = val.value()
+		}
+		if diff := cmp.Diff(labels, got, cmpEmptyMap); diff != "" {
+			t.Fatalf("%s: labels of id %d (-want +index):\n%s", step, id, diff)
+		}
+		total += len(labels)
+	}
+	postings := 0
+	for _, key := range li.keys {
+		postings += key.n
+	}
+	if postings != total {
+		t.Fatalf("%s: postings hold %d ids, the objects have %d labels", step, postings, total)
+	}
+}
+
+// An id without labels is posted to the values its map was posted to last,
+// when that map is the very one and its values are still indexed; an equal
+// map elsewhere in memory, or values emptied since, are posted label by
+// label.
+func TestLabelIndexMemo(t *testing.T) {
+	li := newLabelIndex()
+	a := map[string]string{"app": "web", "tier": "db", "zone": "z1", "rank": "1", "x.io/y": "v"} // more than refInline
+	small := map[string]string{"app": "web"}
+	want := map[uint32]map[string]string{}
+	set := func(id uint32, m map[string]string) {
+		li.set(id, m)
+		want[id] = m
+	}
+	memo := func(id uint32, m map[string]string) bool {
+		if li.postMemo(id, li.record(id), m) {
+			want[id] = m
+			return true
+		}
+		return false
+	}
+	set(0, a)
+	if !memo(1, a) {
+		t.Fatal("the map of id 0 was not remembered")
+	}
+	checkRawLabels(t, "shared", li, want)
+	li.remove(1)
+	delete(want, 1)
+	eq := map[string]string{"app": "web", "tier": "db", "zone": "z1", "rank": "1", "x.io/y": "v"}
+	if memo(2, eq) {
+		t.Fatal("an equal map at another address was posted from a's memo")
+	}
+	set(2, eq)
+	set(3, small)
+	if !memo(4, small) || !memo(5, eq) {
+		t.Fatal("maps posted whole were not remembered")
+	}
+	checkRawLabels(t, "equal maps", li, want)
+	for _, id := range []uint32{0, 2, 5} {
+		li.remove(id) // tier=db and the others are emptied and let go
+		delete(want, id)
+	}
+	set(6, map[string]string{"tier": "web", "zone": "z2"}) // takes value ids let go
+	if memo(7, a) {
+		t.Fatal("a's memo was used after its values were let go")
+	}
+	set(7, a)
+	set(8, nil)
+	if memo(9, nil) || memo(9, map[string]string{}) {
+		t.Fatal("an empty map was posted from the memo")
+	}
+	checkRawLabels(t, "after removals", li, want)
+	// a changes id 3's labels: compared and changed, not posted whole
+	set(3, a)
+	if !memo(10, a) {
+		t.Fatal("a's memo was lost")
+	}
+	checkRawLabels(t, "changed", li, want)
 }
