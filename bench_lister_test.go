@@ -66,7 +66,9 @@ const benchSelectorNamespace = "ns-7"
 // queries (an Indexers func with one "key=value" value per label), each
 // reporting its memory per object per label (B/object/label).
 // op=index-unique does the same for 100k Pods with one label each, whose
-// value no other Pod has.
+// value no other Pod has; op=index-shared for the Pods of op=index less
+// their group label, whose equal labels are one map (as decoded), listed
+// by namespace and name.
 //
 // op=add|update|delete are writes to an indexer with a namespace and an
 // app index (as BenchmarkIndexerAdd, Update and Delete), without a label
