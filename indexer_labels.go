@@ -9,7 +9,11 @@ import (
 )
 
 // LabelsFunc returns the labels of an object, for the label index. The map
-// may be the object's own: the index reads it and keeps no reference to it.
+// may be the object's own, and one map may serve several objects with the
+// same labels, but it must not be modified once returned, as a cached
+// object is never modified: the index keeps a few of the maps it was given
+// and knows them by their address, so that an object whose map is the very
+// one of an object indexed before is indexed without the map being read.
 type LabelsFunc[T any] func(obj T) map[string]string
 
 // MetaLabelsFunc returns obj.GetLabels(): the LabelsFunc of every Kubernetes
