@@ -45,21 +45,25 @@ type labelIndex struct {
 }
 
 // labelMemo is the values that the labels map m was last posted to, in
-// full, for an id that had no labels. Decoded objects with equal labels
+// full, for an id that had no labels (none, n == 0, when m was seen once). Decoded objects with equal labels
 // share one map (the wire decoder's, or a shallow copy's), so the next
 // such object is posted to the same values without the map being read.
-// Holding m keeps its address from naming another map.
+// Holding m keeps its address from naming another map. A map of more than
+// memoVals labels is not remembered.
 type labelMemo struct {
 	m    map[string]string
-	vals []*labelVal
+	n    int
+	vals [memoVals]*labelVal
 }
 
 // memoSize is how many maps the memo remembers, by their address: more
 // than a namespace's workloads usually interleave in a list (sorted by
-// name, the Pods of one ReplicaSet come one after another).
+// name, the Pods of one ReplicaSet come one after another). The memo is
+// one allocation of about 10 KiB, made when a map is first remembered.
 const (
-	memoBits = 8
+	memoBits = 7
 	memoSize = 1 << memoBits
+	memoVals = 8
 )
 
 // refRecord holds the refs of one id: the first n of inline or, if cap is
@@ -375,10 +379,11 @@ func (li *labelIndex) postMemo(id uint32, rec *refRecord, m map[string]string) b
 		return false
 	}
 	e := li.memoAt(m)
-	if !samePointer(e.m, m) || len(e.vals) != len(m) {
+	if !samePointer(e.m, m) || e.n != len(m) {
 		return false
 	}
-	for _, val := range e.vals {
+	vals := e.vals[:e.n]
+	for _, val := range vals {
 		if li.vals[val.vid] != val { // emptied since, and let go
 			return false
 		}
@@ -387,23 +392,32 @@ func (li *labelIndex) postMemo(id uint32, rec *refRecord, m map[string]string) b
 	if len(m) > cap(refs) {
 		refs = li.grow(rec, refs, len(m))
 	}
-	for _, val := range e.vals {
+	for _, val := range vals {
 		refs = append(refs, li.postVal(id, val))
 	}
 	rec.n = uint32(len(refs))
 	return true
 }
 
-// remember keeps refs, the refs of every label of m, as m's memo entry.
+// remember keeps refs, the refs of every label of m, as m's memo entry,
+// if m is its entry's map already; otherwise m becomes the entry's map,
+// without values. So a map of one object only, as a map not shared is,
+// costs the memo one pointer, and a shared map is posted from the memo
+// from its third object on.
 func (li *labelIndex) remember(m map[string]string, refs []labelRef) {
-	if len(m) == 0 || len(refs) != len(m) {
+	if len(m) == 0 || len(m) > memoVals || len(refs) != len(m) {
 		return
 	}
 	e := li.memoAt(m)
-	e.m, e.vals = m, e.vals[:0]
-	for _, r := range refs {
-		e.vals = append(e.vals, li.val(r))
+	if !samePointer(e.m, m) {
+		e.m, e.n = m, 0
+		return
 	}
+	e.n = len(refs)
+	for i, r := range refs {
+		e.vals[i] = li.val(r)
+	}
+	clear(e.vals[e.n:])
 }
 
 // remove drops every label of id.

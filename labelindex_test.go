@@ -971,9 +971,15 @@ func TestLabelIndexMemo(t *testing.T) {
 		return false
 	}
 	set(0, a)
-	if !memo(1, a) {
-		t.Fatal("the map of id 0 was not remembered")
+	if memo(1, a) {
+		t.Fatal("a map seen once was posted from the memo")
 	}
+	set(1, a)
+	if !memo(13, a) {
+		t.Fatal("a map seen twice was not remembered")
+	}
+	li.remove(13)
+	delete(want, 13)
 	checkRawLabels(t, "shared", li, want)
 	li.remove(1)
 	delete(want, 1)
@@ -983,8 +989,14 @@ func TestLabelIndexMemo(t *testing.T) {
 	}
 	set(2, eq)
 	set(3, small)
-	if !memo(4, small) || !memo(5, eq) {
+	set(4, small)
+	set(5, eq)
+	if !memo(14, small) || !memo(15, eq) {
 		t.Fatal("maps posted whole were not remembered")
+	}
+	for _, id := range []uint32{14, 15} {
+		li.remove(id)
+		delete(want, id)
 	}
 	checkRawLabels(t, "equal maps", li, want)
 	for _, id := range []uint32{0, 2, 5} {
@@ -1003,8 +1015,19 @@ func TestLabelIndexMemo(t *testing.T) {
 	checkRawLabels(t, "after removals", li, want)
 	// a changes id 3's labels: compared and changed, not posted whole
 	set(3, a)
+	set(16, a)
 	if !memo(10, a) {
 		t.Fatal("a's memo was lost")
 	}
 	checkRawLabels(t, "changed", li, want)
+	big := map[string]string{}
+	for i := range memoVals + 1 {
+		big[fmt.Sprint("k", i)] = "v"
+	}
+	set(11, big)
+	if memo(12, big) {
+		t.Fatalf("a map of more than %d labels was remembered", memoVals)
+	}
+	set(12, big)
+	checkRawLabels(t, "large", li, want)
 }
