@@ -45,11 +45,12 @@ type labelIndex struct {
 }
 
 // labelMemo is the values that the labels map m was last posted to, in
-// full, for an id that had no labels (none, n == 0, when m was seen once). Decoded objects with equal labels
-// share one map (the wire decoder's, or a shallow copy's), so the next
-// such object is posted to the same values without the map being read.
-// Holding m keeps its address from naming another map. A map of more than
-// memoVals labels is not remembered.
+// full, for an id that had no labels (none, n == 0, when m was seen
+// once). Decoded objects with equal labels share one map (the wire
+// decoder's, or a shallow copy's), so the next such object is posted to
+// the same values without the map being read. Holding m keeps its address
+// from naming another map. A map of more than memoVals labels is not
+// remembered.
 type labelMemo struct {
 	m    map[string]string
 	n    int
