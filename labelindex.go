@@ -60,7 +60,8 @@ type labelMemo struct {
 // memoSize is how many maps the memo remembers, by their address: more
 // than a namespace's workloads usually interleave in a list (sorted by
 // name, the Pods of one ReplicaSet come one after another). The memo is
-// one allocation of about 10 KiB, made when a map is first remembered.
+// one allocation of about 10 KiB, made when a map is first remembered and
+// let go with the index's last label.
 const (
 	memoBits = 7
 	memoSize = 1 << memoBits
@@ -370,6 +371,15 @@ func (li *labelIndex) memoAt(m map[string]string) *labelMemo {
 	return &li.memo[p*0x9e3779b97f4a7c15>>(64-memoBits)]
 }
 
+// memoBytes returns the heap bytes of li's memo, 0 if it has none (or li
+// is nil). The maps it holds are the objects' own.
+func (li *labelIndex) memoBytes() int {
+	if li == nil || li.memo == nil {
+		return 0
+	}
+	return int(unsafe.Sizeof(*li.memo))
+}
+
 // postMemo posts id, whose record rec holds no refs, to the values the
 // non-empty map m was last posted to, if the memo has them all still in
 // the index, and reports whether it did. The map is not read: the memo
@@ -514,6 +524,9 @@ func (li *labelIndex) unpost(id uint32, r labelRef) {
 	}
 	if key.n == 0 {
 		delete(li.keys, key.name)
+		if len(li.keys) == 0 {
+			li.memo = nil // none of its values is left: let it and its maps go
+		}
 	}
 }
 

@@ -130,9 +130,9 @@ func stringBytes(n int) int {
 }
 
 // storeBytes returns the bytes the Store's cache holds, 0 if it counts
-// none: its entries (entrySize), what its objects share, and in a compact
-// store its records, the runs they share and the objects its codec keeps
-// decoded.
+// none: its entries (entrySize), what its objects share, the label index's
+// memo, and in a compact store its records, the runs they share and the
+// objects its codec keeps decoded.
 func (s *Store[T]) storeBytes() int64 {
 	s.sizeObjects()
 	n := s.bytes.Load()
@@ -142,6 +142,11 @@ func (s *Store[T]) storeBytes() int64 {
 	if s.compact != nil {
 		_, b := s.Compact()
 		n += b + int64(s.compact.codec.DecodedBytes())
+	}
+	if s.sizer.size != nil || s.compact != nil {
+		s.mu.RLock()
+		n += int64(s.labels.memoBytes())
+		s.mu.RUnlock()
 	}
 	return n
 }

@@ -21,8 +21,11 @@ import (
 // holds per object dwarfs the noise of the heap's measurement, few enough to create in seconds.
 const objectsPerKind = 2000
 
-// bound is how far StoreBytes may be from the heap measured: 15%.
-const bound = 0.15
+// bound is how far StoreBytes may be from the heap measured: 15%, as the Stats documentation
+// says, or 18% under the race detector, whose allocator pads blocks: realistic Pods in a
+// projection held 1,089 B each under it and 1,071-1,072 without, StoreBytes telling 930 in both
+// (2026-12-07), which took that mode from 0.868 to 0.854 of the heap.
+var bound = map[bool]float64{false: 0.15, true: 0.18}[raceEnabled]
 
 // widgetSlim is the Widget projection the test caches.
 type widgetSlim struct {
