@@ -1030,4 +1030,10 @@ func TestLabelIndexMemo(t *testing.T) {
 	}
 	set(12, big)
 	checkRawLabels(t, "large", li, want)
+	for id := range want {
+		li.remove(id)
+	}
+	if li.memo != nil || li.memoBytes() != 0 {
+		t.Fatal("the memo outlived the index's last label")
+	}
 }
