@@ -328,7 +328,7 @@ func (li *labelIndex) set(id uint32, m map[string]string) {
 		rec = li.record(id)
 	}
 	refs := li.refs(rec)
-	if len(refs) == 0 && li.postMemo(id, rec, m) {
+	if li.postMemo(id, rec, m) {
 		return
 	}
 	if li.sameLabels(refs, m) {
@@ -410,13 +410,14 @@ func (li *labelIndex) postMemo(id uint32, rec *refRecord, m map[string]string) b
 	return true
 }
 
-// remember keeps refs, the refs of every label of m, as m's memo entry,
-// if m is its entry's map already; otherwise m becomes the entry's map,
-// without values. So a map of one object only, as a map not shared is,
-// costs the memo one pointer, and a shared map is posted from the memo
-// from its third object on.
+// remember keeps refs, the refs of every label of m (one each, as set
+// posts them for an id that had none), as m's memo entry, if m is its
+// entry's map already; otherwise m becomes the entry's map, without
+// values. So a map of one object only, as a map not shared is, costs the
+// memo one pointer, and a shared map is posted from the memo from its
+// third object on.
 func (li *labelIndex) remember(m map[string]string, refs []labelRef) {
-	if len(m) == 0 || len(m) > memoVals || len(refs) != len(m) {
+	if len(m) == 0 || len(m) > memoVals {
 		return
 	}
 	e := li.memoAt(m)
