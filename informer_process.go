@@ -129,14 +129,20 @@ func lastVersion[T Object](batch []event[T]) string {
 	return ""
 }
 
-// applyEvent applies e to the cache and appends the notifications it makes.
-// The caller holds procMu.
+// applyEvent applies e to the cache and appends the notifications it makes:
+// none while no handler listens (s.current is empty), as an informer read
+// through its Lister alone, so that a relist of many objects builds none
+// and the processing goroutine keeps no buffer of them. The caller holds
+// procMu.
 func (s *SharedIndexInformer[T]) applyEvent(ctx context.Context, e *event[T], initial bool, notes []notification[T]) []notification[T] {
 	switch e.kind {
 	case evAdd, evUpdate:
 		return s.upsert(ctx, e.key, e.obj, initial, notes)
 	case evDelete:
 		s.indexer.deleteKey(e.key)
+		if len(s.current) == 0 {
+			return notes
+		}
 		return append(notes, notification[T]{kind: nDelete, key: e.key, old: e.obj})
 	case evReplace:
 		return s.replace(ctx, e.more.list, e.more.keys, e.more.enc, initial, notes)
@@ -161,15 +167,17 @@ func (s *SharedIndexInformer[T]) upsert(ctx context.Context, key string, obj T, 
 		}
 		reportIndexError(ctx, key, err)
 	}
+	if len(s.current) == 0 { // no handler listens: nothing to tell
+		if existed && old.rec != nil {
+			s.indexer.forget(old)
+		}
+		return notes
+	}
 	if !existed {
 		return append(notes, notification[T]{kind: nAdd, key: key, new: obj, initial: initial})
 	}
 	prev := old.obj
 	if old.rec != nil { // a compact store: decode the object replaced for the handlers only
-		if len(s.current) == 0 {
-			s.indexer.forget(old)
-			return notes
-		}
 		var ok bool
 		prev, ok = s.indexer.objectBeside(old, stored, obj)
 		s.indexer.forget(old)
@@ -197,7 +205,7 @@ func reportIndexError(ctx context.Context, key string, err error) {
 // records a compact store keeps as they are; their objects are decoded
 // for the handlers only.
 func (s *SharedIndexInformer[T]) replace(ctx context.Context, list []T, keys []string, enc *encodedList[T], initial bool, notes []notification[T]) []notification[T] {
-	if s.indexer.compact == nil || len(s.current) > 0 {
+	if len(s.current) > 0 {
 		notes = s.replaceNotes(list, keys, enc, initial, notes)
 	}
 	var err error
