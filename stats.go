@@ -36,7 +36,10 @@ type Stats struct {
 	// shared nothing. A compact store counts its records and the runs
 	// they share (Indexer.Compact), and the decoded objects its codec
 	// keeps (at most wire.DecodedCacheSize). Within 15% of the heap an
-	// informer holds per object in the e2e checks (docs/decoding.md, "Memory: what an informer tells of its cache").
+	// informer's cache holds per object in the e2e checks (docs/decoding.md,
+	// "Memory: what an informer tells of its cache"); the running informer
+	// holds its streams' buffers besides (an inflater of about 145 KB while
+	// a compressed watch-list stream lasts, for instance).
 	StoreBytes int64
 	// QueueDepth is the number of changes received from the API server and
 	// not yet applied to the cache (a relist counts as one).
