@@ -950,6 +950,52 @@ func checkRawLabels(t *testing.T, step string, li *labelIndex, want map[uint32]m
 	}
 }
 
+// Two maps whose addresses fall in one slot of the memo take turns in it:
+// the one remembered last is posted from it, the other label by label, and
+// the index is the same either way.
+func TestLabelIndexMemoSlot(t *testing.T) {
+	li := newLabelIndex()
+	li.set(0, map[string]string{"app": "web"})
+	// Of memoSize+1 maps alive at once, two share a slot.
+	var c1, c2 map[string]string
+	bySlot := map[*labelMemo]map[string]string{}
+	for i := 0; c2 == nil; i++ {
+		m := map[string]string{"app": "web", "n": fmt.Sprint(i % 3)}
+		if prev, ok := bySlot[li.memoAt(m)]; ok {
+			c1, c2 = prev, m
+		}
+		bySlot[li.memoAt(m)] = m
+	}
+	want := map[uint32]map[string]string{0: {"app": "web"}}
+	set := func(id uint32, m map[string]string) {
+		li.set(id, m)
+		want[id] = m
+	}
+	set(1, c1)
+	set(2, c1) // c1 remembered
+	if !li.postMemo(3, li.record(3), c1) {
+		t.Fatal("c1, seen twice, was not remembered")
+	}
+	want[3] = c1
+	set(4, c2)
+	set(5, c2) // c2 takes the slot
+	if li.postMemo(6, li.record(6), c1) {
+		t.Fatal("c1 was posted from a slot c2 took")
+	}
+	if !li.postMemo(7, li.record(7), c2) {
+		t.Fatal("c2, seen twice, was not remembered")
+	}
+	want[7] = c2
+	set(6, c1) // label by label, and c1 again in the slot (first sighting)
+	checkRawLabels(t, "one slot", li, want)
+	for id := range want {
+		li.remove(id)
+	}
+	if li.memo != nil {
+		t.Fatal("the memo outlived the index's last label")
+	}
+}
+
 // An id without labels is posted to the values its map was posted to last,
 // when that map is the very one and its values are still indexed; an equal
 // map elsewhere in memory, or values emptied since, are posted label by
@@ -983,7 +1029,13 @@ func TestLabelIndexMemo(t *testing.T) {
 	checkRawLabels(t, "shared", li, want)
 	li.remove(1)
 	delete(want, 1)
-	eq := map[string]string{"app": "web", "tier": "db", "zone": "z1", "rank": "1", "x.io/y": "v"}
+	// small and eq are remembered side by side below: two maps whose
+	// addresses fall in one slot of the memo take turns in it (see
+	// TestLabelIndexMemoSlot), so eq is made until its slot is not small's.
+	var eq map[string]string
+	for eq == nil || li.memoAt(eq) == li.memoAt(small) {
+		eq = map[string]string{"app": "web", "tier": "db", "zone": "z1", "rank": "1", "x.io/y": "v"}
+	}
 	if memo(2, eq) {
 		t.Fatal("an equal map at another address was posted from a's memo")
 	}
