@@ -2,8 +2,6 @@ package informer
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,7 +79,7 @@ func TestNoNotesWithoutHandlers(t *testing.T) {
 			if len(notes) != want {
 				t.Errorf("%d notifications, want %d: %+v", len(notes), want, notes)
 			}
-			if keys := slices.Collect(maps.Keys(maps.Collect(inf.indexer.All()))); len(keys) != 1 || keys[0] != "ns/c" {
+			if keys := inf.indexer.ListKeys(); len(keys) != 1 || keys[0] != "ns/c" {
 				t.Errorf("the cache holds %v, want [ns/c]", keys)
 			}
 			if got, _ := inf.indexer.GetByKey("ns/c"); got == nil || got.ResourceVersion != "6" {

@@ -961,10 +961,11 @@ func TestLabelIndexMemoSlot(t *testing.T) {
 	bySlot := map[*labelMemo]map[string]string{}
 	for i := 0; c2 == nil; i++ {
 		m := map[string]string{"app": "web", "n": fmt.Sprint(i % 3)}
-		if prev, ok := bySlot[li.memoAt(m)]; ok {
+		slot := li.memoAt(m)
+		if prev, ok := bySlot[slot]; ok {
 			c1, c2 = prev, m
 		}
-		bySlot[li.memoAt(m)] = m
+		bySlot[slot] = m
 	}
 	want := map[uint32]map[string]string{0: {"app": "web"}}
 	set := func(id uint32, m map[string]string) {
